@@ -1,0 +1,69 @@
+/* Session admission: TCP SYNs (SYN set; ACK, RST, FIN clear) leaving a port
+ * that has an admission_ports entry pass a packets-per-second meter whose
+ * rate the controller writes as a P4Runtime MeterEntry (the admit rate is its
+ * PIR). Red SYNs are dropped. Per port the session_events counter records
+ * SYNs admitted, dropped and ungated, FINs and RSTs (index = port << 3 | event;
+ * SYNs seen = admitted + dropped + ungated). SYN-ACKs are never gated. */
+#ifndef FG_ADMISSION_P4
+#define FG_ADMISSION_P4
+
+#include "headers.p4"
+
+control SynAdmission(inout headers_t hdr,
+                     inout metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    @name(".syn_meter")
+    meter(FG_MAX_PORTS, MeterType.packets) syn_meter;
+
+    @name(".session_events")
+    counter(FG_SESSION_ENTRIES, CounterType.packets) session_events;
+
+    @name(".gate_syns")
+    action gate_syns() {
+        syn_meter.execute_meter((bit<32>)standard_metadata.egress_spec, meta.syn_color);
+    }
+
+    @name(".admission_ports")
+    table admission_ports {
+        key = {
+            standard_metadata.egress_spec : exact @name("egress_port");
+        }
+        actions = {
+            gate_syns;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = FG_MAX_PORTS;
+    }
+
+    apply {
+        bit<8> control_flags = hdr.tcp.flags
+            & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN);
+        bit<3> event = FG_EVENT_SYN_UNGATED;
+        bool counted = true;
+        meta.syn_color = FG_METER_GREEN;
+        if (control_flags == TCP_FLAG_SYN) {
+            if (admission_ports.apply().hit) {
+                if (meta.syn_color == FG_METER_RED) {
+                    mark_to_drop(standard_metadata);
+                    meta.dropped = 1;
+                    event = FG_EVENT_SYN_DROPPED;
+                } else {
+                    event = FG_EVENT_SYN_ADMITTED;
+                }
+            }
+        } else if ((control_flags & TCP_FLAG_RST) != 0) {
+            event = FG_EVENT_RST;
+        } else if ((control_flags & TCP_FLAG_FIN) != 0) {
+            event = FG_EVENT_FIN;
+        } else {
+            counted = false;
+        }
+        if (counted) {
+            session_events.count(
+                ((bit<32>)standard_metadata.egress_spec << FG_SESSION_EVENT_BITS) | (bit<32>)event);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,116 @@
+/* Header layouts and per-packet metadata. Python reads these layouts from the
+ * compiled BMv2 JSON (fairgate_p4.gen), so a change here reaches the hosts
+ * and the tests through `make build`, never by hand. */
+#ifndef FG_HEADERS_P4
+#define FG_HEADERS_P4
+
+#include "defines.p4"
+
+typedef bit<9>  port_id_t;
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+
+header ethernet_t {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+header ipv4_t {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<8>      diffserv;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+/* IPv4 options (ihl 6..15): up to 40 bytes, carried through unchanged. */
+header ipv4_options_t {
+    varbit<320> options;
+}
+
+header tcp_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<32> seq_no;
+    bit<32> ack_no;
+    bit<4>  data_offset;
+    bit<4>  reserved;
+    bit<8>  flags;
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgent_ptr;
+}
+
+header udp_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/*
+ * The FairGate rate header: FG_HEADER_BYTES (28) bytes at the start of the
+ * payload of a UDP datagram to or from FG_UDP_PORT. Network byte order.
+ *
+ *   version     FG_VERSION; other versions are forwarded untouched
+ *   kind        FG_KIND_* (data, ack, probe, probe-ack, rd-forward, rd-backward)
+ *   flags       bit 0: FG_FLAG_CONGESTED (set by a switch on data packets)
+ *   reserved    sent as 0, ignored
+ *   seq         sender's packet sequence number (data); acked sequence (ack)
+ *   ack         receiver's cumulative ack: next sequence expected (ack)
+ *   ts_us       sender's clock when sent, microseconds (wraps at 2^32)
+ *   ts_echo_us  ts_us of the data packet this ack answers (ack)
+ *   rtt_us      sender's smoothed RTT estimate, microseconds; 0 = unknown
+ *   rate_kbps   data: rate requested, min-stamped by every switch on the path;
+ *               ack: the stamped rate echoed back. kbit/s; all-ones = no limit
+ */
+header fg_rate_t {
+    bit<8>  version;
+    bit<8>  kind;
+    bit<8>  flags;
+    bit<8>  reserved;
+    bit<32> seq;
+    bit<32> ack;
+    bit<32> ts_us;
+    bit<32> ts_echo_us;
+    bit<32> rtt_us;
+    bit<32> rate_kbps;
+}
+
+struct headers_t {
+    ethernet_t     ethernet;
+    ipv4_t         ipv4;
+    ipv4_options_t ipv4_options;
+    tcp_t          tcp;
+    udp_t          udp;
+    fg_rate_t      fg;
+}
+
+struct metadata_t {
+    /* FG_ANOMALY_* of this packet (the first decisive one), 0 when none. */
+    bit<8>  anomaly;
+    /* 1 once a control decided to drop the packet (later controls skip it). */
+    bit<1>  dropped;
+    /* 1 when the rate header is well formed and may be min-stamped. */
+    bit<1>  fg_stampable;
+    /* 1 when egress rewrote the rate header (the UDP checksum is then recomputed). */
+    bit<1>  fg_rewritten;
+    /* Per-port feedback from the port_feedback table. */
+    bit<32> fair_rate_kbps;
+    bit<1>  port_congested;
+    /* Histogram buckets chosen by the bucket tables (egress). */
+    bit<8>  queue_bucket;
+    bit<8>  rtt_bucket;
+    /* SYN gating. */
+    bit<2>  syn_color;
+}
+
+#endif

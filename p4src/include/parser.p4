@@ -1,0 +1,118 @@
+/* Parser, checksum controls and deparser shared by every FairGate program.
+ *
+ * Parsing rules (the ingress acts on what the parser leaves valid):
+ *  - non-IPv4 frames: only ethernet is valid (ingress drops them);
+ *  - IPv4 with version != 4 or ihl < 5: ipv4 valid, nothing after it (dropped);
+ *  - IPv4 options (ihl 6..15) are extracted as one varbit and re-emitted as is;
+ *  - non-first fragments (frag_offset != 0) get no L4 parsing;
+ *  - UDP to or from FG_UDP_PORT carries the rate header; a payload too short
+ *    for it stops the parser with PacketTooShort and the bytes stay payload.
+ * v1model does not drop on a parser error: ingress sees parser_error and
+ * forwards the packet unchanged (see sanity.p4).
+ */
+#ifndef FG_PARSER_P4
+#define FG_PARSER_P4
+
+#include "headers.p4"
+
+parser FgParser(packet_in pkt,
+                out headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
+            (4w4, 4w5): parse_ipv4_payload;
+            (4w4, 4w0 &&& 4w0xc): accept;  /* ihl 0..3: malformed */
+            (4w4, 4w4): accept;            /* ihl 4: malformed */
+            (4w4, _): parse_ipv4_options;  /* ihl 6..15 */
+            default: accept;               /* not version 4: malformed */
+        }
+    }
+
+    state parse_ipv4_options {
+        pkt.extract(hdr.ipv4_options, ((bit<32>)hdr.ipv4.ihl - 5) << 5);
+        transition parse_ipv4_payload;
+    }
+
+    state parse_ipv4_payload {
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (13w0, IP_PROTO_TCP): parse_tcp;
+            (13w0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_tcp {
+        pkt.extract(hdr.tcp);
+        transition accept;
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port, hdr.udp.src_port) {
+            (FG_UDP_PORT, _): parse_fg;
+            (_, FG_UDP_PORT): parse_fg;
+            default: accept;
+        }
+    }
+
+    state parse_fg {
+        pkt.extract(hdr.fg);
+        transition accept;
+    }
+}
+
+control FgVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        verify_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv,
+              hdr.ipv4.total_len, hdr.ipv4.identification,
+              hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+              hdr.ipv4_options.options },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control FgComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv,
+              hdr.ipv4.total_len, hdr.ipv4.identification,
+              hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+              hdr.ipv4_options.options },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        /* Only a rewritten rate header changes the UDP checksum; a zero UDP
+         * checksum means "none" in IPv4 and stays zero. */
+        update_checksum_with_payload(
+            meta.fg_rewritten == 1 && hdr.udp.isValid() && hdr.udp.checksum != 0,
+            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol,
+              hdr.udp.length,
+              hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length,
+              hdr.fg },
+            hdr.udp.checksum, HashAlgorithm.csum16);
+    }
+}
+
+control FgDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv4_options);
+        pkt.emit(hdr.tcp);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.fg);
+    }
+}
+
+#endif

@@ -1,0 +1,59 @@
+/* Input sanity: IPv4-level checks every FairGate program applies before
+ * routing, and the per-reason input_anomalies counter.
+ *
+ *   not IPv4 / runt frame          -> drop, FG_ANOMALY_NOT_IPV4
+ *   IPv4 version != 4, ihl < 5,
+ *   truncated header or options    -> drop, FG_ANOMALY_IPV4_MALFORMED
+ *   bad IPv4 header checksum       -> drop, FG_ANOMALY_IPV4_BAD_CHECKSUM (RFC 1812)
+ *   TTL <= 1 (would reach 0)       -> drop, FG_ANOMALY_TTL_EXPIRED (no ICMP is sent)
+ *   IPv4 options                   -> forwarded normally, FG_ANOMALY_IPV4_OPTIONS
+ */
+#ifndef FG_SANITY_P4
+#define FG_SANITY_P4
+
+#include "headers.p4"
+
+control InputSanity(inout headers_t hdr,
+                    inout metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    action reject(bit<8> reason) {
+        mark_to_drop(standard_metadata);
+        meta.dropped = 1;
+        meta.anomaly = reason;
+    }
+
+    apply {
+        if (!hdr.ipv4.isValid()) {
+            if (hdr.ethernet.isValid() && hdr.ethernet.ether_type == ETHERTYPE_IPV4) {
+                reject(FG_ANOMALY_IPV4_MALFORMED);
+            } else {
+                reject(FG_ANOMALY_NOT_IPV4);
+            }
+        } else if (hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5
+                   || (hdr.ipv4.ihl > 5 && !hdr.ipv4_options.isValid())
+                   || hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)) {
+            reject(FG_ANOMALY_IPV4_MALFORMED);
+        } else if (standard_metadata.checksum_error == 1) {
+            reject(FG_ANOMALY_IPV4_BAD_CHECKSUM);
+        } else if (hdr.ipv4.ttl <= 1) {
+            reject(FG_ANOMALY_TTL_EXPIRED);
+        } else if (hdr.ipv4_options.isValid()) {
+            meta.anomaly = FG_ANOMALY_IPV4_OPTIONS;
+        }
+    }
+}
+
+/* One count per packet, for its decisive reason (hardware allows one access
+ * per counter array per packet). Applied last in ingress. */
+control AnomalyCount(in metadata_t meta) {
+    @name(".input_anomalies")
+    counter(FG_ANOMALY_ENTRIES, CounterType.packets) input_anomalies;
+
+    apply {
+        if (meta.anomaly != FG_ANOMALY_NONE) {
+            input_anomalies.count((bit<32>)meta.anomaly);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,93 @@
+/* Per-port telemetry, all of it readable over P4Runtime (counters only; PI
+ * cannot read registers):
+ *
+ *   port_arrivals[port]    packets and bytes routed to `port` (ingress, after
+ *                          every drop decision of ingress)
+ *   port_departures[port]  packets and bytes leaving `port` (egress)
+ *                          drops in the queue = arrivals - departures
+ *   queue_depth_hist[port << 5 | b]
+ *                          packets that found the egress queue of `port` in
+ *                          depth bucket b (enq_qdepth, packets)
+ *   rtt_hist[port << 5 | b]
+ *                          data packets through `port` whose rate header
+ *                          carried an RTT in bucket b (rtt_us, 0 = not counted)
+ *
+ * Bucket bounds are not baked into the switch: the controller installs them
+ * as range entries in queue_buckets and rtt_buckets (a TCAM range table on
+ * hardware) and turns the histograms back into mean and minimum per period.
+ * Values above every installed range land in the last bucket
+ * (FG_HIST_BUCKETS - 1). Only ports below FG_MAX_PORTS are counted. */
+#ifndef FG_TELEMETRY_P4
+#define FG_TELEMETRY_P4
+
+#include "headers.p4"
+
+control ArrivalTelemetry(in metadata_t meta,
+                         in standard_metadata_t standard_metadata) {
+    @name(".port_arrivals")
+    counter(FG_MAX_PORTS, CounterType.packets_and_bytes) port_arrivals;
+
+    apply {
+        port_arrivals.count((bit<32>)standard_metadata.egress_spec);
+    }
+}
+
+control DepartureTelemetry(in headers_t hdr,
+                           inout metadata_t meta,
+                           in standard_metadata_t standard_metadata) {
+    @name(".port_departures")
+    counter(FG_MAX_PORTS, CounterType.packets_and_bytes) port_departures;
+
+    @name(".queue_depth_hist")
+    counter(FG_HIST_ENTRIES, CounterType.packets) queue_depth_hist;
+
+    @name(".rtt_hist")
+    counter(FG_HIST_ENTRIES, CounterType.packets) rtt_hist;
+
+    @name(".set_queue_bucket")
+    action set_queue_bucket(bit<8> bucket) {
+        meta.queue_bucket = bucket;
+    }
+
+    @name(".set_rtt_bucket")
+    action set_rtt_bucket(bit<8> bucket) {
+        meta.rtt_bucket = bucket;
+    }
+
+    @name(".queue_buckets")
+    table queue_buckets {
+        key = {
+            standard_metadata.enq_qdepth : range @name("enq_qdepth");
+        }
+        actions = {
+            set_queue_bucket;
+        }
+        const default_action = set_queue_bucket(FG_HIST_BUCKETS - 1);
+        size = FG_HIST_BUCKETS;
+    }
+
+    @name(".rtt_buckets")
+    table rtt_buckets {
+        key = {
+            hdr.fg.rtt_us : range @name("rtt_us");
+        }
+        actions = {
+            set_rtt_bucket;
+        }
+        const default_action = set_rtt_bucket(FG_HIST_BUCKETS - 1);
+        size = FG_HIST_BUCKETS;
+    }
+
+    apply {
+        bit<32> port_base = (bit<32>)standard_metadata.egress_port << FG_HIST_BUCKET_BITS;
+        port_departures.count((bit<32>)standard_metadata.egress_port);
+        queue_buckets.apply();
+        queue_depth_hist.count(port_base | ((bit<32>)meta.queue_bucket & (FG_HIST_BUCKETS - 1)));
+        if (meta.fg_stampable == 1 && hdr.fg.kind == FG_KIND_DATA && hdr.fg.rtt_us != 0) {
+            rtt_buckets.apply();
+            rtt_hist.count(port_base | ((bit<32>)meta.rtt_bucket & (FG_HIST_BUCKETS - 1)));
+        }
+    }
+}
+
+#endif
