@@ -1,0 +1,133 @@
+"""SYN gating at an admit rate, and the per-port session events (issue #3)."""
+
+from __future__ import annotations
+
+import time
+
+import finsy as fy
+
+from fairgate_p4 import generated as g
+from fg_base import FgTestBase
+from fg_packets import H2_MAC, SWITCH_MAC, tcp
+
+PORT = 2
+
+
+def event_index(port: int, event: int) -> int:
+    return (port << g.FG_SESSION_EVENT_BITS) | event
+
+
+class AdmissionTest(FgTestBase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.add_route("10.0.2.0/24", PORT, SWITCH_MAC, H2_MAC)
+        self.add_route("10.0.3.0/24", 3, SWITCH_MAC, "00:00:00:00:00:03")
+
+    def gate(self, port: int) -> None:
+        self.insert(
+            fy.P4TableEntry(
+                "admission_ports", match=fy.Match(egress_port=port), action=fy.Action("gate_syns")
+            )
+        )
+
+    def events(self) -> dict[int, int]:
+        return {i: pkts for i, (pkts, _b) in self.read_counters("session_events").items()}
+
+    def event_delta(self, before: dict[int, int], port: int, event: int) -> int:
+        self.settle()
+        after = self.events()
+        i = event_index(port, event)
+        return after.get(i, 0) - before.get(i, 0)
+
+    def syns(self, n: int, port: int = PORT, gap_s: float = 0.0) -> float:
+        """Send n SYNs (distinct source ports), return the seconds it took."""
+        dst = "10.0.2.2" if port == PORT else "10.0.3.3"
+        start = time.monotonic()
+        for i in range(n):
+            self.send(1, tcp("S", sport=10000 + i, dst=dst))
+            if gap_s:
+                time.sleep(max(0.0, start + (i + 1) * gap_s - time.monotonic()))
+        return time.monotonic() - start
+
+
+class SynMeterBurstThenRate(AdmissionTest):
+    """A gated port admits the meter's burst, then the configured rate
+    (measured over 2 s); red SYNs are dropped; the counters agree with what
+    came out of the port."""
+
+    RATE, BURST = 20, 5
+
+    def runTest(self) -> None:
+        self.gate(PORT)
+        self.set_meter("syn_meter", PORT, self.RATE, self.BURST)
+        before = self.events()
+
+        took = self.syns(30)  # back to back
+        burst_out = len(self.collect(PORT))
+        self.assertGreaterEqual(burst_out, self.BURST - 1)
+        self.assertLessEqual(burst_out, self.BURST + 1 + int(took * self.RATE))
+
+        time.sleep(1.0)  # the bucket refills to its burst
+        took = self.syns(200, gap_s=0.01)  # 100 SYN/s offered for 2 s
+        paced_out = len(self.collect(PORT))
+        expected = self.BURST + self.RATE * took
+        self.assertAlmostEqual(
+            paced_out,
+            expected,
+            delta=max(3.0, 0.15 * expected),
+            msg=f"{paced_out} admitted in {took:.2f} s, expected ~{expected:.0f}",
+        )
+
+        admitted = self.event_delta(before, PORT, g.FG_EVENT_SYN_ADMITTED)
+        dropped = self.event_delta(before, PORT, g.FG_EVENT_SYN_DROPPED)
+        self.assertEqual(admitted, burst_out + paced_out)
+        self.assertEqual(dropped, 230 - admitted)
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_SYN_UNGATED), 0)
+
+
+class SynAckNeverGated(AdmissionTest):
+    """SYN-ACKs and plain ACKs pass a gated port whose meter admits almost
+    nothing; SYNs through it are dropped."""
+
+    def runTest(self) -> None:
+        self.gate(PORT)
+        self.set_meter("syn_meter", PORT, 1, 1)
+        for i in range(20):
+            self.send(1, tcp("SA", sport=20000 + i))
+            self.send(1, tcp("A", sport=20000 + i))
+        self.assertEqual(len(self.collect(PORT)), 40)
+        self.syns(20)
+        self.assertLessEqual(len(self.collect(PORT)), 2)
+
+
+class UngatedPortsPass(AdmissionTest):
+    """SYNs to a port without admission pass and count as ungated, even while
+    another port is gated hard; an admission entry with no meter config
+    (unconfigured meter: green) admits everything."""
+
+    def runTest(self) -> None:
+        self.gate(3)
+        self.set_meter("syn_meter", 3, 1, 1)
+        before = self.events()
+        self.syns(15, port=PORT)
+        self.assertEqual(len(self.collect(PORT)), 15)
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_SYN_UNGATED), 15)
+
+        self.gate(PORT)  # gated, meter never written
+        before = self.events()
+        self.syns(15, port=PORT)
+        self.assertEqual(len(self.collect(PORT)), 15)
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_SYN_ADMITTED), 15)
+
+
+class FinAndRstCounted(AdmissionTest):
+    """FINs and RSTs (with or without ACK) are forwarded and counted per port."""
+
+    def runTest(self) -> None:
+        before = self.events()
+        flags = ["FA", "FA", "FA", "F", "R", "R", "RA", "FPA"]
+        for i, f in enumerate(flags):
+            self.send(1, tcp(f, sport=30000 + i))
+        self.assertEqual(len(self.collect(PORT)), len(flags))
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_FIN), 5)
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_RST), 3)

@@ -1,0 +1,136 @@
+"""A Mininet switch node that runs BMv2's simple_switch_grpc.
+
+Each instance is given its device id, gRPC and Thrift ports explicitly (no
+class-level counters), starts the switch with --no-p4 (the controller pushes
+the pipeline over P4Runtime), writes its PID to a file, logs to its own file,
+waits until gRPC answers, and is stopped by that PID only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from mininet.node import Switch
+
+OFFLOADS = ("tx", "rx", "tso", "gso", "gro")
+
+
+def free_tcp_port() -> int:
+    """A TCP port free on loopback right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, pid: int, timeout_s: float, host: str = "127.0.0.1") -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            raise RuntimeError(f"switch process {pid} exited during start-up") from None
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing answers on {host}:{port} after {timeout_s:.0f} s")
+
+
+def offloads_off(run: Any, intf: str) -> None:
+    """BMv2 silently loses bursts on veths with offloads on: turn them off."""
+    run(f"ethtool -K {intf} {' '.join(f'{o} off' for o in OFFLOADS)} >/dev/null 2>&1")
+
+
+class Bmv2Switch(Switch):
+    """simple_switch_grpc as a Mininet switch."""
+
+    def __init__(
+        self,
+        name: str,
+        device_id: int,
+        grpc_port: int,
+        thrift_port: int,
+        log_dir: str | Path,
+        sw_path: str = "simple_switch_grpc",
+        start_timeout_s: float = 15.0,
+        **params: Any,
+    ) -> None:
+        super().__init__(name, **params)
+        if shutil.which(sw_path) is None:
+            raise RuntimeError(f"{sw_path} not found: install p4lang's BMv2 (README)")
+        self.device_id = device_id
+        self.grpc_port = grpc_port
+        self.thrift_port = thrift_port
+        self.sw_path = sw_path
+        self.start_timeout_s = start_timeout_s
+        self.log_dir = Path(log_dir)
+        self.log_path = self.log_dir / f"{name}.log"
+        self.pid_path = self.log_dir / f"{name}.pid"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def command(self) -> list[str]:
+        cmd = [
+            self.sw_path,
+            "--no-p4",
+            "--device-id",
+            str(self.device_id),
+            "--thrift-port",
+            str(self.thrift_port),
+        ]
+        for port, intf in sorted(self.intfs.items()):
+            if port > 0 and intf.name != "lo":
+                cmd += ["-i", f"{port}@{intf.name}"]
+        cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", "255"]
+        return cmd
+
+    def start(self, controllers: list[Any]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for port, intf in self.intfs.items():
+            if port > 0:
+                offloads_off(self.cmd, intf.name)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.pid_path.write_text(f"{self.proc.pid}\n")
+        try:
+            wait_for_port(self.grpc_port, self.proc.pid, self.start_timeout_s)
+        except RuntimeError as exc:
+            tail = self.log_path.read_text(errors="replace")[-500:]
+            self.stop_process()
+            raise RuntimeError(f"{self.name}: {exc}; log {self.log_path}:\n{tail}") from None
+
+    def stop_process(self, timeout_s: float = 5.0) -> None:
+        """Stop our switch by its PID (never by name)."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout_s)
+        self.proc = None
+        self.pid_path.unlink(missing_ok=True)
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        self.stop_process()
+        super().stop(deleteIntfs)
+
+    def restart(self) -> None:
+        """Kill and start again (a switch restart: pipeline and state are lost)."""
+        self.stop_process()
+        self.start([])
