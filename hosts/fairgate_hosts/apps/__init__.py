@@ -1,0 +1,1 @@
+"""Demo applications on the Congestion Manager (layered audio, TCP over CM)."""

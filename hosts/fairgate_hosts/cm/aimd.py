@@ -1,0 +1,137 @@
+"""Rate-based AIMD with exponential aging (CM paper, sections 2.1 and 2.2.3), sans-IO.
+
+The rate is kept as a TCP window would be: ``cwnd = rate x srtt``. Per acknowledged byte the
+window grows like TCP's (slow start: +1 byte per byte acked below ssthresh; congestion
+avoidance: +MSS x acked / cwnd), so the increase is never faster than TCP's. A loss halves the
+rate (at most once per sRTT); a timeout (persistent congestion) sets ssthresh to half the rate
+and restarts from one MSS per sRTT in slow start. While feedback is missing for more than one
+sRTT, the rate halves once, then again every *minimum* RTT (the half-life the paper found
+stable).
+
+An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
+``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
+rate so that it never runs away above what the path grants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fairgate_hosts.rtt import RttEstimator
+
+
+@dataclass(slots=True)
+class AimdRate:
+    mss: int = 1200
+    initial_rate_Bps: float = 24_000.0
+    min_rate_Bps: float = 150.0
+    max_rate_Bps: float = 125_000_000.0
+    init_rtt_us: int = 100_000
+    rate_Bps: float = 0.0
+    ssthresh_Bps: float = float("inf")
+    explicit_Bps: float | None = None
+    rtt: RttEstimator = field(default_factory=RttEstimator)
+    last_decrease_us: int | None = None
+    last_feedback_us: int | None = None
+    aging_next_us: int | None = None
+    agings: int = 0
+    losses: int = 0
+    timeouts: int = 0
+
+    def __post_init__(self) -> None:
+        if self.rate_Bps <= 0:
+            self.rate_Bps = self.initial_rate_Bps
+        self._clamp()
+
+    # -- estimates
+    @property
+    def srtt_us(self) -> float:
+        return self.rtt.srtt_us if self.rtt.srtt_us is not None else float(self.init_rtt_us)
+
+    @property
+    def min_rtt_us(self) -> int:
+        return self.rtt.min_us if self.rtt.min_us is not None else self.init_rtt_us
+
+    @property
+    def effective_Bps(self) -> float:
+        if self.explicit_Bps is None:
+            return self.rate_Bps
+        return max(self.min_rate_Bps, min(self.rate_Bps, self.explicit_Bps))
+
+    @property
+    def slow_start(self) -> bool:
+        return self.rate_Bps < self.ssthresh_Bps
+
+    def _clamp(self) -> None:
+        hi = self.max_rate_Bps
+        if self.explicit_Bps is not None:
+            hi = min(hi, 2.0 * self.explicit_Bps)
+        self.rate_Bps = min(hi, max(self.min_rate_Bps, self.rate_Bps))
+
+    # -- feedback
+    def mark_feedback(self, now_us: int) -> None:
+        self.last_feedback_us = now_us
+        self.aging_next_us = now_us + int(self.srtt_us)
+
+    def set_explicit(self, explicit_Bps: float | None) -> None:
+        self.explicit_Bps = None if explicit_Bps is None else max(self.min_rate_Bps, explicit_Bps)
+        self._clamp()
+
+    def on_ack(self, acked_bytes: int, rtt_us: int | None, now_us: int) -> None:
+        """``acked_bytes`` newly delivered without loss (rtt sample optional)."""
+        if rtt_us is not None:
+            self.rtt.sample(rtt_us)
+        self.mark_feedback(now_us)
+        if acked_bytes <= 0:
+            return
+        srtt_s = self.srtt_us / 1e6
+        cwnd = self.rate_Bps * srtt_s
+        if self.slow_start:
+            cwnd += acked_bytes
+        else:
+            cwnd += self.mss * acked_bytes / max(cwnd, float(self.mss))
+        self.rate_Bps = cwnd / srtt_s
+        self._clamp()
+
+    def on_loss(self, now_us: int, rtt_us: int | None = None) -> bool:
+        """Halve the rate (once per sRTT); returns True when it did."""
+        if rtt_us is not None:
+            self.rtt.sample(rtt_us)
+        self.mark_feedback(now_us)
+        if self.last_decrease_us is not None and now_us - self.last_decrease_us < self.srtt_us:
+            return False
+        self.losses += 1
+        self.rate_Bps /= 2.0
+        self.ssthresh_Bps = self.rate_Bps
+        self.last_decrease_us = now_us
+        self._clamp()
+        return True
+
+    def on_timeout(self, now_us: int) -> None:
+        """Persistent congestion: ssthresh = rate/2, restart at one MSS per sRTT."""
+        self.timeouts += 1
+        self.ssthresh_Bps = max(self.min_rate_Bps, self.rate_Bps / 2.0)
+        self.rate_Bps = self.mss / (self.srtt_us / 1e6)
+        self.last_decrease_us = now_us
+        self.rtt.on_timeout()
+        self._clamp()
+
+    def age(self, now_us: int, active: bool) -> int:
+        """Apply exponential aging up to ``now_us``; returns the number of halvings done.
+
+        ``active`` says whether data was sent since the last feedback: an idle macroflow
+        expects no feedback and does not age.
+        """
+        if self.aging_next_us is None:
+            self.aging_next_us = now_us + int(self.srtt_us)
+            return 0
+        if not active:
+            self.aging_next_us = max(self.aging_next_us, now_us + int(self.srtt_us))
+            return 0
+        n = 0
+        while now_us >= self.aging_next_us:
+            self.rate_Bps = max(self.min_rate_Bps, self.rate_Bps / 2.0)
+            self.aging_next_us += max(1, self.min_rtt_us)
+            n += 1
+        self.agings += n
+        return n

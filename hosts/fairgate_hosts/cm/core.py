@@ -1,0 +1,341 @@
+"""The sans-IO Congestion Manager: macroflows per destination and the API of Fig. 8.
+
+Every call takes ``now_us`` and returns the events it caused (:class:`AppNotify`,
+:class:`ChangeRate`, :class:`SendProbe`); callbacks given to :meth:`CongestionManager.open`
+are invoked for the flow's events as well. The caller must call :meth:`tick` at
+:meth:`next_deadline` (grants are paced at the macroflow's rate, probes go out twice per
+sRTT, aging needs time to pass).
+
+Feedback reaches a macroflow in two ways: ``update`` (implicit feedback from an application,
+e.g. acks of rate-header flows, which also carry the network's explicit rate) and probe
+responses (explicit feedback from the receiver's agent, see ``receiver.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairgate_hosts.cm.aimd import AimdRate
+from fairgate_hosts.cm.probe import ProbeBook
+from fairgate_hosts.cm.scheduler import WeightedRoundRobin
+from fairgate_hosts.receiver import PROBE_COUNT
+from fairgate_hosts.wire import RATE_UNLIMITED, u32, unwrap
+from fairgate_p4 import generated as g
+from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
+
+
+@dataclass(frozen=True, slots=True)
+class AppNotify:
+    flow: int
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRate:
+    flow: int
+    rate_Bps: float
+
+
+@dataclass(frozen=True, slots=True)
+class SendProbe:
+    dst: str
+    data: bytes
+
+
+Event = AppNotify | ChangeRate | SendProbe
+AppNotifyCb = Callable[[int], None]
+ChangeRateCb = Callable[[float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CMConfig:
+    mss: int = 1200
+    initial_rate_Bps: float = 24_000.0
+    min_rate_Bps: float = 150.0
+    max_rate_Bps: float = 125_000_000.0
+    init_rtt_us: int = 100_000
+    probes_per_rtt: int = 2
+    probing: bool = True
+    burst_bytes: int = 2400
+    change_rate_threshold: float = 0.05
+    loss_threshold: float = 0.0
+
+
+@dataclass(slots=True)
+class _Flow:
+    fid: int
+    src: str
+    dst: str
+    weight: float
+    app_notify: AppNotifyCb | None
+    change_rate: ChangeRateCb | None
+    reported_Bps: float | None = None
+    granted: int = 0
+    sent: int = 0
+
+
+@dataclass(slots=True)
+class Macroflow:
+    dst: str
+    aimd: AimdRate
+    sched: WeightedRoundRobin
+    probes: ProbeBook = field(default_factory=ProbeBook)
+    flows: set[int] = field(default_factory=set)
+    credit: float = 0.0
+    last_credit_us: int | None = None
+    sent_since_feedback: int = 0
+    next_probe_us: int | None = None
+    last_sent_us: int | None = None
+
+    @property
+    def rate_Bps(self) -> float:
+        return self.aimd.effective_Bps
+
+
+@dataclass
+class CongestionManager:
+    cfg: CMConfig = field(default_factory=CMConfig)
+    macroflows: dict[str, Macroflow] = field(default_factory=dict)
+    flows: dict[int, _Flow] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    # ------------------------------------------------------------------ API (Fig. 8)
+    def open(
+        self,
+        src: str,
+        dst: str,
+        weight: float = 1.0,
+        app_notify: AppNotifyCb | None = None,
+        change_rate: ChangeRateCb | None = None,
+        now_us: int = 0,
+    ) -> int:
+        if not weight > 0:
+            raise ValueError("weight must be > 0")
+        mf = self.macroflows.get(dst)
+        if mf is None:
+            c = self.cfg
+            aimd = AimdRate(
+                mss=c.mss,
+                initial_rate_Bps=c.initial_rate_Bps,
+                min_rate_Bps=c.min_rate_Bps,
+                max_rate_Bps=c.max_rate_Bps,
+                init_rtt_us=c.init_rtt_us,
+            )
+            mf = self.macroflows[dst] = Macroflow(dst, aimd, WeightedRoundRobin(quantum=c.mss))
+        fid = next(self._ids)
+        self.flows[fid] = _Flow(fid, src, dst, weight, app_notify, change_rate)
+        mf.flows.add(fid)
+        mf.sched.add(fid, weight)
+        self._dispatch(self._rate_changes(mf))
+        return fid
+
+    def request(self, fid: int, nbytes: int, now_us: int) -> list[Event]:
+        flow = self._flow(fid)
+        if nbytes <= 0:
+            raise ValueError("nbytes must be > 0")
+        mf = self.macroflows[flow.dst]
+        mf.sched.request(fid, int(nbytes))
+        return self.tick(now_us)
+
+    def notify(self, fid: int, nsent: int, now_us: int) -> list[Event]:
+        flow = self._flow(fid)
+        if nsent < 0:
+            raise ValueError("nsent must be >= 0")
+        mf = self.macroflows[flow.dst]
+        flow.sent += nsent
+        mf.probes.on_sent(nsent)
+        mf.sent_since_feedback += nsent
+        if nsent:
+            mf.last_sent_us = now_us
+        return self.tick(now_us)
+
+    def update(
+        self,
+        fid: int,
+        nrecd: int,
+        loss_occurred: bool,
+        rtt_us: int | None,
+        now_us: int,
+        persistent: bool = False,
+        explicit_rate_kbps: int | None = None,
+    ) -> list[Event]:
+        """Feedback: ``nrecd`` bytes arrived, whether losses occurred (``persistent``: a
+        timeout), an RTT sample, and the path's explicit rate if it has one."""
+        flow = self._flow(fid)
+        mf = self.macroflows[flow.dst]
+        if explicit_rate_kbps is not None:
+            unlimited = explicit_rate_kbps in (RATE_UNLIMITED, 0) or explicit_rate_kbps < 0
+            mf.aimd.set_explicit(None if unlimited else explicit_rate_kbps * 125.0)
+        if rtt_us is not None and rtt_us <= 0:
+            rtt_us = None
+        if persistent:
+            mf.aimd.on_timeout(now_us)
+            mf.aimd.mark_feedback(now_us)
+        elif loss_occurred:
+            mf.aimd.on_loss(now_us, rtt_us)
+        else:
+            mf.aimd.on_ack(max(0, nrecd), rtt_us, now_us)
+        mf.sent_since_feedback = 0
+        return self.tick(now_us)
+
+    def query(self, fid: int) -> dict[str, Any]:
+        flow = self._flow(fid)
+        mf = self.macroflows[flow.dst]
+        return {
+            "dst": flow.dst,
+            "rate_Bps": self._share(mf, flow),
+            "macroflow_rate_Bps": mf.rate_Bps,
+            "aimd_rate_Bps": mf.aimd.rate_Bps,
+            "explicit_rate_Bps": mf.aimd.explicit_Bps,
+            "srtt_us": mf.aimd.srtt_us,
+            "rttvar_us": mf.aimd.rtt.rttvar_us,
+            "min_rtt_us": mf.aimd.min_rtt_us,
+            "slow_start": mf.aimd.slow_start,
+        }
+
+    def close(self, fid: int, now_us: int = 0) -> list[Event]:
+        flow = self.flows.pop(fid, None)
+        if flow is None:
+            raise KeyError(f"no flow {fid}")
+        mf = self.macroflows[flow.dst]
+        mf.flows.discard(fid)
+        mf.sched.remove(fid)
+        if not mf.flows:
+            del self.macroflows[flow.dst]
+            return []
+        return self._dispatch(self._rate_changes(mf))
+
+    def set_weight(self, fid: int, weight: float) -> None:
+        flow = self._flow(fid)
+        self.macroflows[flow.dst].sched.set_weight(fid, weight)
+        flow.weight = weight
+
+    # ------------------------------------------------------------------ probes
+    def on_probe_response(self, dst: str, data: bytes, now_us: int) -> list[Event]:
+        mf = self.macroflows.get(dst)
+        if mf is None or len(data) < HEADER_BYTES + PROBE_COUNT.size:
+            return []
+        try:
+            hdr = RateHeader.unpack(data)
+        except HeaderError:
+            return []
+        if hdr.kind != g.FG_KIND_PROBE_ACK:
+            return []
+        nrecd = PROBE_COUNT.unpack_from(data, HEADER_BYTES)[0]
+        this = unwrap(hdr.seq, mf.probes.next_seq)
+        last = unwrap(hdr.ack, this - 1)
+        res = mf.probes.on_response(this, last, nrecd, now_us)
+        if res is None:
+            return []
+        rtt = res.rtt_us if res.rtt_us > 0 else None
+        if res.loss > self.cfg.loss_threshold:
+            mf.aimd.on_loss(now_us, rtt)
+        else:
+            mf.aimd.on_ack(res.nrecd, rtt, now_us)
+        mf.sent_since_feedback = 0
+        return self.tick(now_us)
+
+    # ------------------------------------------------------------------ time
+    def tick(self, now_us: int) -> list[Event]:
+        events: list[Event] = []
+        for mf in list(self.macroflows.values()):
+            mf.aimd.age(now_us, active=mf.sent_since_feedback > 0)
+            events.extend(self._grants(mf, now_us))
+            events.extend(self._probe(mf, now_us))
+            events.extend(self._rate_changes(mf))
+        return self._dispatch(events)
+
+    def next_deadline(self, now_us: int) -> int | None:
+        times: list[int] = []
+        for mf in self.macroflows.values():
+            size = mf.sched.peek_size(self.cfg.mss)
+            if size is not None:
+                need = size - mf.credit
+                times.append(now_us + max(1, int(need * 1e6 / mf.rate_Bps) + 1))
+            if mf.sent_since_feedback > 0 and mf.aimd.aging_next_us is not None:
+                times.append(mf.aimd.aging_next_us)
+            if mf.next_probe_us is not None and self._probing_active(mf, now_us):
+                times.append(mf.next_probe_us)
+        return min(times) if times else None
+
+    # ------------------------------------------------------------------ internals
+    def _flow(self, fid: int) -> _Flow:
+        flow = self.flows.get(fid)
+        if flow is None:
+            raise KeyError(f"no flow {fid}")
+        return flow
+
+    def _share(self, mf: Macroflow, flow: _Flow) -> float:
+        total = sum(self.flows[f].weight for f in mf.flows)
+        return mf.rate_Bps * flow.weight / total if total > 0 else 0.0
+
+    def _grants(self, mf: Macroflow, now_us: int) -> list[Event]:
+        if mf.last_credit_us is not None:
+            mf.credit += mf.rate_Bps * (now_us - mf.last_credit_us) / 1e6
+        mf.last_credit_us = now_us
+        cap = max(float(self.cfg.burst_bytes), float(self.cfg.mss))
+        events: list[Event] = []
+        while True:
+            size = mf.sched.peek_size(self.cfg.mss)
+            if size is None:
+                mf.credit = min(mf.credit, cap)
+                break
+            if mf.credit < size:
+                break
+            grant = mf.sched.next_grant(self.cfg.mss)
+            if grant is None:
+                break
+            fid, nbytes = grant
+            mf.credit -= nbytes
+            self.flows[fid].granted += nbytes
+            events.append(AppNotify(fid, nbytes))
+        mf.credit = min(mf.credit, cap)
+        return events
+
+    def _probing_active(self, mf: Macroflow, now_us: int) -> bool:
+        if not self.cfg.probing or mf.last_sent_us is None:
+            return False
+        return now_us - mf.last_sent_us <= 2 * mf.aimd.srtt_us
+
+    def _probe(self, mf: Macroflow, now_us: int) -> list[Event]:
+        if not self._probing_active(mf, now_us):
+            return []
+        if mf.next_probe_us is not None and now_us < mf.next_probe_us:
+            return []
+        seq = mf.probes.make_probe(now_us)
+        mf.next_probe_us = now_us + max(1, int(mf.aimd.srtt_us / self.cfg.probes_per_rtt))
+        hdr = RateHeader(
+            kind=g.FG_KIND_PROBE,
+            seq=u32(seq),
+            ts_us=u32(now_us),
+            rtt_us=u32(int(mf.aimd.srtt_us)),
+            rate_kbps=RATE_UNLIMITED,
+        )
+        return [SendProbe(mf.dst, hdr.pack())]
+
+    def _rate_changes(self, mf: Macroflow) -> list[Event]:
+        events: list[Event] = []
+        thr = self.cfg.change_rate_threshold
+        for fid in sorted(mf.flows):
+            flow = self.flows[fid]
+            share = self._share(mf, flow)
+            old = flow.reported_Bps
+            if old is None or abs(share - old) > thr * old:
+                flow.reported_Bps = share
+                events.append(ChangeRate(fid, share))
+        return events
+
+    def _dispatch(self, events: list[Event]) -> list[Event]:
+        for ev in events:
+            if isinstance(ev, AppNotify):
+                flow = self.flows.get(ev.flow)
+                if flow is not None and flow.app_notify is not None:
+                    flow.app_notify(ev.nbytes)
+            elif isinstance(ev, ChangeRate):
+                flow = self.flows.get(ev.flow)
+                if flow is not None and flow.change_rate is not None:
+                    flow.change_rate(ev.rate_Bps)
+        return events

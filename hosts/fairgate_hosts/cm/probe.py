@@ -1,0 +1,63 @@
+"""Loss-resilient probe/response bookkeeping (CM paper, Fig. 5), sans-IO.
+
+Sender: each probe records (time sent, bytes sent since the previous probe). A response
+<thisprobe, lastprobe, nrecd> covers every probe in (lastprobe, thisprobe]: the bytes sent
+over those probes are compared with the bytes the receiver counted, so lost probes and lost
+responses only merge intervals, they never misattribute bytes. Entries older than
+``thisprobe`` are deleted; a response for a probe already accounted (duplicate, reordered)
+is ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    rtt_us: int
+    nsent: int
+    nrecd: int
+    loss: float
+    probes_covered: int
+
+
+@dataclass(slots=True)
+class ProbeBook:
+    max_entries: int = 1024
+    next_seq: int = 1
+    nsent: int = 0
+    last_answered: int = 0
+    probes: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def on_sent(self, nbytes: int) -> None:
+        self.nsent += max(0, nbytes)
+
+    def make_probe(self, now_us: int) -> int:
+        """Record a probe sent now; returns its sequence number."""
+        seq = self.next_seq
+        self.probes[seq] = (now_us, self.nsent)
+        self.nsent = 0
+        self.next_seq += 1
+        while len(self.probes) > self.max_entries:
+            del self.probes[min(self.probes)]
+        return seq
+
+    def on_response(
+        self, thisprobe: int, lastprobe: int, nrecd: int, now_us: int
+    ) -> ProbeResult | None:
+        entry = self.probes.get(thisprobe)
+        if entry is None or thisprobe <= self.last_answered or lastprobe >= thisprobe:
+            return None
+        timesent, _ = entry
+        covered = [
+            i
+            for i in range(max(lastprobe + 1, thisprobe - self.max_entries), thisprobe + 1)
+            if i in self.probes
+        ]
+        nsent = sum(self.probes[i][1] for i in covered)
+        for i in [k for k in self.probes if k < thisprobe]:
+            del self.probes[i]
+        self.last_answered = thisprobe
+        loss = 0.0 if nsent <= 0 else max(0.0, 1.0 - nrecd / nsent)
+        return ProbeResult(now_us - timesent, nsent, nrecd, loss, len(covered))

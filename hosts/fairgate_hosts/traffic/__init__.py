@@ -1,0 +1,1 @@
+"""TCP flow workloads: Poisson arrivals and Pareto sizes (seeded)."""

@@ -1,0 +1,58 @@
+"""Layered audio, TCP pacing option and the seeded workload."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+
+import pytest
+from scipy import stats
+
+from fairgate_hosts.apps.audio import LayeredAudio, choose_layer
+from fairgate_hosts.apps.tcp_cm import get_pacing_rate, set_pacing_rate
+from fairgate_hosts.cm.core import CMConfig, CongestionManager
+from fairgate_hosts.traffic.workload import Workload
+
+
+@pytest.mark.parametrize(
+    ("kbps", "layer"),
+    [(5, 10), (10, 10), (39.9, 20), (40, 40), (159, 80), (321, 320), (10_000, 320)],
+)
+def test_audio_picks_the_right_layer(kbps: float, layer: int) -> None:
+    assert choose_layer(kbps * 1000 / 8) == layer
+
+
+def test_audio_follows_cm_change_rate() -> None:
+    cm = CongestionManager(CMConfig(initial_rate_Bps=25_000, probing=False))
+    audio = LayeredAudio()
+    f = cm.open("a", "b", change_rate=audio.change_rate)
+    assert audio.layer_kbps == 160
+    cm.update(f, 0, True, 50_000, 0)  # loss halves: 100 kbit/s
+    assert audio.layer_kbps == 80
+    cm.open("a", "b")  # a second flow takes half of the macroflow
+    assert audio.layer_kbps == 40 and audio.frame_bytes(20) == 100
+
+
+def test_tcp_pacing_option() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        assert set_pacing_rate(s, 125_000.7) == 125_000
+        assert get_pacing_rate(s) == 125_000
+
+
+def test_workload_is_seeded_and_pareto() -> None:
+    a = [f.size_bytes for f in Workload(100, 1.5, 10_000, seed=7).flows(50)]
+    b = [f.size_bytes for f in Workload(100, 1.5, 10_000, seed=7).flows(50)]
+    assert a == b and 4000 < len(a) < 6000
+    w = Workload(100, 1.5, 10_000, seed=3)
+    sizes = [w.size() for _ in range(5000)]
+    # ceil() shifts by < 1 byte: test against the continuous law with scale x_m
+    ks = stats.kstest(sizes, stats.pareto(b=1.5, scale=w.scale_bytes).cdf)
+    assert ks.pvalue > 0.01
+    bad = stats.kstest(sizes, stats.pareto(b=2.0, scale=w.scale_bytes).cdf)
+    assert bad.pvalue < 1e-6
+
+
+def test_workload_arrivals_are_poisson() -> None:
+    starts = [f.start_s for f in Workload(50, seed=11).flows(100)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert stats.kstest(gaps, stats.expon(scale=1 / 50).cdf).pvalue > 0.01

@@ -1,0 +1,211 @@
+"""Congestion Manager core: AIMD, aging, probes, scheduler, API."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate_hosts.cm.aimd import AimdRate
+from fairgate_hosts.cm.core import AppNotify, ChangeRate, CMConfig, CongestionManager, SendProbe
+from fairgate_hosts.cm.probe import ProbeBook
+from fairgate_hosts.cm.scheduler import WeightedRoundRobin
+from fairgate_hosts.receiver import ReceiverCore
+from fairgate_p4 import generated as g
+from fairgate_p4.header import RateHeader
+
+MSS = 1000
+RTT = 100_000  # us
+
+
+def test_aimd_trajectory_slow_start_then_halving_then_linear() -> None:
+    a = AimdRate(mss=MSS, initial_rate_Bps=2 * MSS / 0.1)
+    now = 0
+    rates = []
+    for _ in range(4):  # slow start: a window of acks doubles the rate each RTT
+        now += RTT
+        a.on_ack(int(a.rate_Bps * 0.1), RTT, now)
+        rates.append(a.rate_Bps)
+    assert rates == pytest.approx([40_000, 80_000, 160_000, 320_000])
+    assert a.on_loss(now + 1, RTT)
+    assert a.rate_Bps == pytest.approx(160_000) and not a.slow_start
+    assert not a.on_loss(now + 2, RTT)  # at most one halving per RTT
+    now += RTT
+    for _ in range(3):  # congestion avoidance: + one MSS per RTT per window acked
+        cwnd = a.rate_Bps * 0.1
+        a.on_ack(int(cwnd), RTT, now)
+        assert a.rate_Bps * 0.1 == pytest.approx(cwnd + MSS, rel=1e-3)
+        now += RTT
+    before = a.rate_Bps
+    a.on_timeout(now)
+    assert a.rate_Bps == pytest.approx(MSS / 0.1)
+    assert a.ssthresh_Bps == pytest.approx(before / 2) and a.slow_start
+
+
+def test_aimd_no_faster_than_tcp_in_avoidance() -> None:
+    a = AimdRate(mss=MSS, initial_rate_Bps=100_000)
+    a.ssthresh_Bps = 0.0
+    a.on_ack(MSS, RTT, 0)
+    assert a.rate_Bps * 0.1 <= 10_000 + MSS * MSS / 10_000 + 1e-6
+
+
+def test_explicit_rate_bounds_the_cm() -> None:
+    a = AimdRate(initial_rate_Bps=1e6)
+    a.set_explicit(100_000)
+    assert a.effective_Bps == 100_000 and a.rate_Bps <= 200_000
+    a.set_explicit(None)
+    assert a.effective_Bps == a.rate_Bps
+
+
+def test_aging_halves_per_min_rtt_after_one_srtt() -> None:
+    a = AimdRate(initial_rate_Bps=800_000)
+    a.on_ack(0, 200_000, 0)  # srtt 200 ms
+    a.on_ack(0, 50_000, 0)  # min rtt 50 ms, srtt grows towards it slowly
+    srtt = a.srtt_us
+    assert a.age(int(srtt) - 1, active=True) == 0
+    assert a.age(int(srtt), active=True) == 1
+    assert a.rate_Bps == pytest.approx(400_000)
+    assert a.age(int(srtt) + 50_000 * 3, active=True) == 3
+    assert a.rate_Bps == pytest.approx(50_000)
+    b = AimdRate(initial_rate_Bps=800_000)
+    b.on_ack(0, 100_000, 0)
+    assert b.age(10_000_000, active=False) == 0 and b.rate_Bps == 800_000
+
+
+def test_probe_bookkeeping_with_lost_probes_and_responses() -> None:
+    book = ProbeBook()
+    rx = ReceiverCore()
+    host = ("10.0.0.2", 1)
+    t = 0
+
+    def send(nbytes: int) -> None:
+        book.on_sent(nbytes)
+        rx.on_datagram(RateHeader(seq=send.seq).pack() + bytes(nbytes), t, host)
+        send.seq += 1
+
+    send.seq = 0  # type: ignore[attr-defined]
+
+    def probe(lost: bool = False) -> bytes | None:
+        seq = book.make_probe(t)
+        if lost:
+            return None
+        (a,) = rx.on_datagram(RateHeader(kind=g.FG_KIND_PROBE, seq=seq).pack(), t, host)
+        return a.data
+
+    def respond(data: bytes):
+        from fairgate_hosts.receiver import PROBE_COUNT
+
+        hdr = RateHeader.unpack(data)
+        return book.on_response(hdr.seq, hdr.ack, PROBE_COUNT.unpack_from(data, 28)[0], t + 10)
+
+    assert respond(probe()).nsent == 0  # probe 1 starts the count
+    send(1000)
+    send(1000)
+    r2 = respond(probe())
+    assert (r2.nsent, r2.nrecd, r2.loss, r2.probes_covered) == (2000, 2000, 0.0, 1)
+    send(1000)
+    probe(lost=True)  # probe 3 lost
+    send(1000)
+    r4 = respond(probe())
+    assert (r4.nsent, r4.nrecd, r4.probes_covered) == (2000, 2000, 2)
+    send(1000)
+    lost_resp = probe()  # probe 5 answered, response lost
+    assert lost_resp is not None
+    send(500)
+    r6 = respond(probe())
+    assert (r6.nsent, r6.nrecd) == (500, 500)  # counted since 5, not misattributed
+    book.on_sent(1000)  # a data packet lost in the network
+    send(1000)
+    r7 = respond(probe())
+    assert r7.loss == pytest.approx(0.5)
+    assert respond(lost_resp) is None  # late response for an old probe: ignored
+    assert all(k >= 7 for k in book.probes)
+
+
+def test_scheduler_shares_by_weight() -> None:
+    s = WeightedRoundRobin(quantum=MSS)
+    for fid, w in ((1, 1.0), (2, 2.0), (3, 5.0)):
+        s.add(fid, w)
+        s.request(fid, 10_000_000)
+    got = {1: 0, 2: 0, 3: 0}
+    for _ in range(8000):
+        fid, n = s.next_grant(MSS)
+        got[fid] += n
+    assert got[2] / got[1] == pytest.approx(2, rel=0.01)
+    assert got[3] / got[1] == pytest.approx(5, rel=0.01)
+
+
+def test_cm_grants_pace_at_rate_and_share() -> None:
+    cm = CongestionManager(CMConfig(mss=MSS, initial_rate_Bps=100_000, probing=False))
+    got: dict[int, int] = {}
+    a = cm.open("h1", "h2", weight=1.0, app_notify=lambda n: got.__setitem__(1, got.get(1, 0) + n))
+    b = cm.open("h1", "h2", weight=3.0)
+    cm.request(a, 10_000_000, 0)
+    cm.request(b, 10_000_000, 0)
+    bytes_b = 0
+    now = 0
+    while now < 2_000_000:
+        nxt = cm.next_deadline(now)
+        now = nxt
+        for ev in cm.tick(now):
+            if isinstance(ev, AppNotify) and ev.flow == b:
+                bytes_b += ev.nbytes
+    total = got[1] + bytes_b
+    assert total == pytest.approx(200_000, rel=0.03)
+    assert bytes_b / got[1] == pytest.approx(3, rel=0.05)
+    q = cm.query(b)
+    assert q["rate_Bps"] == pytest.approx(75_000) and q["macroflow_rate_Bps"] == 100_000
+
+
+def test_cm_change_rate_and_update_with_explicit_rate() -> None:
+    cm = CongestionManager(CMConfig(initial_rate_Bps=50_000, probing=False))
+    seen: list[float] = []
+    f = cm.open("a", "b", change_rate=seen.append)
+    assert seen == [50_000]
+    evs = cm.update(f, 0, False, 20_000, 0, explicit_rate_kbps=200)  # 25 kB/s
+    assert ChangeRate(f, 25_000.0) in evs and seen[-1] == 25_000
+    cm.update(f, 0, True, 20_000, 1)  # loss: AIMD 50k -> 25k
+    assert cm.query(f)["aimd_rate_Bps"] == pytest.approx(25_000)
+    g2 = cm.open("a", "b")
+    assert seen[-1] == pytest.approx(12_500)  # the share halves when a second flow opens
+    cm.close(g2)
+    assert seen[-1] == pytest.approx(25_000)
+    cm.close(f)
+    assert cm.macroflows == {}
+    with pytest.raises(KeyError):
+        cm.query(f)
+
+
+def test_cm_probes_twice_per_rtt_and_ages_without_responses() -> None:
+    cm = CongestionManager(CMConfig(initial_rate_Bps=1_000_000, init_rtt_us=100_000))
+    f = cm.open("a", "b")
+    cm.update(f, 0, False, 100_000, 0)
+    probes = []
+    now = 0
+    while now <= 1_000_000:
+        for ev in cm.notify(f, 1000, now):
+            if isinstance(ev, SendProbe):
+                probes.append((now, ev))
+        now += 10_000
+    assert len(probes) in (20, 21)
+    assert probes[0][1].dst == "b" and RateHeader.unpack(probes[0][1].data).kind == 3
+    # no feedback for 1 s with data in flight: one halving after srtt, then every min RTT
+    assert cm.query(f)["macroflow_rate_Bps"] == pytest.approx(1_000_000 / 2**10, rel=0.01)
+
+
+def test_cm_probe_response_feeds_aimd() -> None:
+    cm = CongestionManager(CMConfig(initial_rate_Bps=100_000))
+    rx = ReceiverCore()
+    f = cm.open("a", "10.0.0.2")
+    evs = cm.notify(f, 1000, 0)
+    probe = next(e for e in evs if isinstance(e, SendProbe))
+    (resp,) = rx.on_datagram(probe.data, 10, ("10.0.0.2", 1))
+    rx.on_datagram(RateHeader(seq=0).pack() + bytes(972), 20, ("10.0.0.2", 2))
+    cm.notify(f, 1000, 30_000)
+    evs = cm.tick(60_000)
+    probe2 = next(e for e in evs if isinstance(e, SendProbe))
+    cm.on_probe_response("10.0.0.2", resp.data, 30_000)
+    assert cm.query(f)["srtt_us"] == 30_000
+    (resp2,) = rx.on_datagram(probe2.data, 70_000, ("10.0.0.2", 1))
+    before = cm.query(f)["aimd_rate_Bps"]
+    cm.on_probe_response("10.0.0.2", resp2.data, 90_000)  # 1000 sent, 972 received: loss
+    assert cm.query(f)["aimd_rate_Bps"] == pytest.approx(before / 2)
+    assert cm.on_probe_response("10.0.0.2", b"garbage", 0) == []
