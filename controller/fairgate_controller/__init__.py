@@ -1,0 +1,1 @@
+"""FairGate P4Runtime controller."""

@@ -1,0 +1,27 @@
+"""Pure controller algorithms: rate controllers (QFCP, RCP, Lestas) and session control.
+
+No I/O, no clock, no threads: time and measurements are inputs.
+"""
+
+from .changedetect import RelativeCusum
+from .common import RateController, RateDecision, RateLimits
+from .lestas import LestasController
+from .measure import PortMeasurement
+from .qfcp import QfcpController
+from .rcp import RcpController
+from .session import Phase, ProbeResult, SessionController, SessionParams
+
+__all__ = [
+    "LestasController",
+    "Phase",
+    "PortMeasurement",
+    "ProbeResult",
+    "QfcpController",
+    "RateController",
+    "RateDecision",
+    "RateLimits",
+    "RcpController",
+    "RelativeCusum",
+    "SessionController",
+    "SessionParams",
+]

@@ -1,0 +1,51 @@
+"""Two-sided relative CUSUM: detects a lasting shift of a positive signal from its reference."""
+
+from __future__ import annotations
+
+from .common import check_positive
+
+
+class RelativeCusum:
+    """Page's CUSUM on the relative deviation x / reference - 1.
+
+    The first sample after :meth:`reset` becomes the reference. Each later sample adds
+    ``dev - drift`` to the upper sum and ``-dev - drift`` to the lower one (both floored at 0);
+    an alarm is raised when either exceeds ``threshold``. A sudden 50 % change alarms at once
+    (defaults 0.1 / 0.3); a 20 % one in about 3 samples; noise below ``drift`` never adds up.
+    """
+
+    def __init__(self, drift: float = 0.1, threshold: float = 0.3) -> None:
+        self._drift = check_positive("drift", drift)
+        self._threshold = check_positive("threshold", threshold)
+        self._reference: float | None = None
+        self._upper = 0.0
+        self._lower = 0.0
+
+    @property
+    def reference(self) -> float | None:
+        return self._reference
+
+    @property
+    def statistic(self) -> float:
+        """The larger of the two sums (alarm when > threshold)."""
+        return max(self._upper, self._lower)
+
+    def reset(self) -> None:
+        """Forget the reference; the next sample becomes the new one."""
+        self._reference = None
+        self._upper = 0.0
+        self._lower = 0.0
+
+    def update(self, x: float) -> bool:
+        """Feed one sample (>= 0); return True on alarm (the detector then resets itself)."""
+        if self._reference is None:
+            self._reference = x
+            return False
+        ref = max(self._reference, 1e-9)
+        dev = x / ref - 1.0
+        self._upper = max(0.0, self._upper + dev - self._drift)
+        self._lower = max(0.0, self._lower - dev - self._drift)
+        if self.statistic > self._threshold:
+            self.reset()
+            return True
+        return False

@@ -1,0 +1,72 @@
+"""RCP (Dukkipati et al.) as the baseline rate controller, per output port.
+
+Every period::
+
+    T = control period,  d = mean carried RTT (T when no packet carried one)
+    R = R_prev * (1 + (T/d) * (alpha * (C - y) - beta * q / d) / C)
+
+with alpha = 0.1, beta = 1, q the mean queue in bytes. As in RCP, the gain T/d is capped at
+``max_period_ratio`` (1: RCP's control interval never exceeds d), and R is clamped into
+[min_rate, max_rate].
+"""
+
+from __future__ import annotations
+
+from .common import (
+    DEFAULT_CONGESTION_THRESHOLD,
+    DEFAULT_MIN_RATE_BPS,
+    DEFAULT_MIN_RTT_S,
+    RateDecision,
+    RateLimits,
+    check_non_negative,
+    check_positive,
+    is_congested,
+    rtt_or,
+)
+from .measure import PortMeasurement
+
+
+class RcpController:
+    """Per-port RCP fair-rate controller (state: the last advertised rate R_prev)."""
+
+    def __init__(
+        self,
+        capacity_Bps: float,
+        *,
+        alpha: float = 0.1,
+        beta: float = 1.0,
+        max_period_ratio: float = 1.0,
+        min_rate_Bps: float = DEFAULT_MIN_RATE_BPS,
+        max_rate_Bps: float | None = None,
+        initial_rate_Bps: float | None = None,
+        congestion_threshold: float = DEFAULT_CONGESTION_THRESHOLD,
+        min_rtt_s: float = DEFAULT_MIN_RTT_S,
+    ) -> None:
+        self._limits = RateLimits(min_rate_Bps, max_rate_Bps)
+        self._alpha = check_non_negative("alpha", alpha)
+        self._beta = check_non_negative("beta", beta)
+        self._max_ratio = check_positive("max_period_ratio", max_period_ratio)
+        self._threshold = check_positive("congestion_threshold", congestion_threshold)
+        self._min_rtt_s = check_positive("min_rtt_s", min_rtt_s)
+        capacity = check_positive("capacity_Bps", capacity_Bps)
+        start = capacity if initial_rate_Bps is None else initial_rate_Bps
+        self._rate = self._limits.clamp(check_positive("initial_rate_Bps", start), capacity)
+
+    @property
+    def rate_Bps(self) -> float:
+        return self._rate
+
+    def update(self, m: PortMeasurement) -> RateDecision:
+        c = m.capacity_Bps
+        d = rtt_or(m, m.period_s, self._min_rtt_s)
+        ratio = min(m.period_s / d, self._max_ratio)
+        y = m.y_Bps
+        q = m.queue_mean_bytes
+        factor = 1.0 + ratio * (self._alpha * (c - y) - self._beta * q / d) / c
+        rate = self._limits.clamp(self._rate * factor, c)
+        self._rate = rate
+        return RateDecision(
+            rate_Bps=rate,
+            congested=is_congested(m, self._threshold),
+            diagnostics={"factor": factor, "q_bytes": q, "d_s": d, "T_over_d": ratio, "y_Bps": y},
+        )

@@ -1,0 +1,478 @@
+"""Search-based session control (Kasera et al., paper 000; its section IV designed here).
+
+One :class:`SessionController` per gated port, fed once per measurement window with the SYNs
+admitted, the completions (FINs) and the window length, and optionally the SYNs seen. It
+returns the SYN admit rate to install (flows/s) or ``None`` for "no gating". See
+docs/session-control.md for the design and its reasoning.
+
+Phases::
+
+    BASELINE  no gating, measure completion rate F0 and offered SYN rate lambda
+    SEARCH    golden-section search over log(admit rate) in [low, high] (high ~ lambda)
+    CONFIRM   re-measure the winner, then no gating, back to back; gate only if the winner
+              beats no gating by ``gain_margin``, else UNGATED
+    TRACK     gradient ascent from paired probes around the centre (sign of the difference,
+              Rprop-style adaptive log-step),
+              CUSUM change detection on the completion and offered rates -> BASELINE
+    UNGATED   no gating; CUSUM change detection and periodic re-search -> BASELINE
+
+Every probe holds its admit rate for ``settle_windows`` (discarded) then ``measure_windows``
+(pooled: completions / seconds). Strategy 2 maximises F - penalty * max(0, A - F (1 + tol))
+(A = admitted rate) and installs min(a, F): it never admits faster than flows complete.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from .changedetect import RelativeCusum
+from .common import check_non_negative, check_positive
+from .measure import PortMeasurement
+
+_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0  # 0.618...
+
+
+class Phase(Enum):
+    BASELINE = "baseline"
+    SEARCH = "search"
+    CONFIRM = "confirm"
+    TRACK = "track"
+    UNGATED = "ungated"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionParams:
+    """Parameters of a :class:`SessionController` (rates in flows/s, counts in windows)."""
+
+    strategy: Literal[1, 2] = 1
+    floor_fps: float = 1.0
+    settle_windows: int = 1
+    measure_windows: int = 3
+    search_tolerance: float = 0.05
+    max_search_probes: int = 24
+    low_fraction: float = 0.01
+    capacity_hint_fps: float | None = None
+    hint_low: float = 0.5
+    hint_high: float = 4.0
+    gain_margin: float = 0.05
+    step_initial: float = 0.1
+    step_min: float = 0.02
+    step_max: float = 0.5
+    accept_margin: float = 0.01
+    probe_offset: float = 0.05
+    infeasible_pairs: int = 2
+    feasibility_tolerance: float = 0.03
+    penalty: float = 10.0
+    change_drift: float = 0.1
+    change_threshold: float = 0.3
+    research_every_windows: int = 600
+
+    def __post_init__(self) -> None:
+        if self.strategy not in (1, 2):
+            raise ValueError(f"strategy must be 1 or 2, got {self.strategy!r}")
+        for name in ("floor_fps", "search_tolerance", "low_fraction", "step_initial"):
+            check_positive(name, getattr(self, name))
+        for name in ("step_min", "step_max", "hint_low", "hint_high", "penalty", "probe_offset"):
+            check_positive(name, getattr(self, name))
+        for name in ("gain_margin", "feasibility_tolerance", "accept_margin"):
+            check_non_negative(name, getattr(self, name))
+        check_positive("change_drift", self.change_drift)
+        check_positive("change_threshold", self.change_threshold)
+        if self.capacity_hint_fps is not None:
+            check_positive("capacity_hint_fps", self.capacity_hint_fps)
+        if self.infeasible_pairs < 1:
+            raise ValueError("infeasible_pairs must be >= 1")
+        if self.settle_windows < 0 or self.measure_windows < 1 or self.max_search_probes < 2:
+            raise ValueError(
+                "need settle_windows >= 0, measure_windows >= 1 and max_search_probes >= 2"
+            )
+        if self.research_every_windows < 0:
+            raise ValueError("research_every_windows must be >= 0 (0: never)")
+        if not self.step_min <= self.step_initial <= self.step_max:
+            raise ValueError("need step_min <= step_initial <= step_max")
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """The pooled measurement of one probe (an admit rate held for the measure windows)."""
+
+    admit_fps: float | None
+    completion_fps: float
+    admitted_fps: float
+    offered_fps: float | None
+    objective: float
+
+
+@dataclass(slots=True)
+class _Probe:
+    admit_fps: float | None
+    settle_left: int
+    measure_left: int
+    seconds: float = 0.0
+    completions: float = 0.0
+    admitted: float = 0.0
+    offered: float = 0.0
+    offered_known: bool = True
+
+    def add(
+        self, admitted: float, completions: float, window_s: float, offered: float | None
+    ) -> bool:
+        """Account one window; return True once the probe has all its measure windows."""
+        if self.settle_left > 0:
+            self.settle_left -= 1
+            return False
+        self.seconds += window_s
+        self.completions += completions
+        self.admitted += admitted
+        if offered is None:
+            self.offered_known = False
+        else:
+            self.offered += offered
+        self.measure_left -= 1
+        return self.measure_left <= 0
+
+
+@dataclass(slots=True)
+class _Search:
+    lo: float  # all in log(flows/s)
+    hi: float
+    x1: float
+    x2: float
+    f1: ProbeResult | None = None
+    f2: ProbeResult | None = None
+    pending: int = 1  # which interior point the running probe measures
+    probes: int = 0
+
+
+@dataclass(slots=True)
+class _Track:
+    center: float  # flows/s
+    step: float
+    last_sign: float = 0.0
+    pending: int = 0  # 0: the lower probe is running, 1: the upper one
+    infeasible: int = 0  # consecutive pairs whose upper probe admitted faster than completed
+    lower: ProbeResult | None = None
+
+
+class SessionController:
+    """Per-port search-based session controller (strategy 1 or 2, see :class:`SessionParams`)."""
+
+    def __init__(self, params: SessionParams | None = None) -> None:
+        self._p = params if params is not None else SessionParams()
+        self._phase = Phase.BASELINE
+        self._probe = self._new_probe(None, settle=False)
+        self._baseline: ProbeResult | None = None
+        self._search: _Search | None = None
+        self._track: _Track | None = None
+        self._upper_fps = math.inf
+        self._windows = 0
+        self._since_decision = 0
+        self._evaluations: list[ProbeResult] = []
+        self._restarts = 0
+        self._candidate: float | None = None
+        self._candidate_result: ProbeResult | None = None
+        self._last_search_fps: float | None = None
+        self._cusum_completion = RelativeCusum(self._p.change_drift, self._p.change_threshold)
+        self._cusum_offered = RelativeCusum(self._p.change_drift, self._p.change_threshold)
+
+    # ----------------------------------------------------------------- public state
+    @property
+    def params(self) -> SessionParams:
+        return self._p
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @property
+    def admit_fps(self) -> float | None:
+        """The admit rate currently installed (None: no gating)."""
+        return self._probe.admit_fps
+
+    @property
+    def best_admit_fps(self) -> float | None:
+        """The operating point (tracking centre), None when ungated or still searching."""
+        if self._phase is Phase.TRACK and self._track is not None:
+            return self._track.center
+        return None
+
+    @property
+    def last_search_fps(self) -> float | None:
+        """The admit rate the last golden-section search ended on."""
+        return self._last_search_fps
+
+    @property
+    def baseline(self) -> ProbeResult | None:
+        """The last no-gating measurement."""
+        return self._baseline
+
+    @property
+    def evaluations(self) -> list[ProbeResult]:
+        """Every probe measured since the last (re)start of the search (a copy)."""
+        return list(self._evaluations)
+
+    @property
+    def restarts(self) -> int:
+        """How many times change detection or the periodic timer restarted the search."""
+        return self._restarts
+
+    @property
+    def windows(self) -> int:
+        return self._windows
+
+    # ----------------------------------------------------------------- input
+    def update(
+        self,
+        admitted_syns: float,
+        completions: float,
+        window_s: float,
+        offered_syns: float | None = None,
+    ) -> float | None:
+        """Feed one measurement window; return the admit rate (flows/s) to install, or None.
+
+        ``admitted_syns``: SYNs that went through the port (admitted by the gate or ungated);
+        ``completions``: FINs counted in the window; ``offered_syns``: SYNs seen (admitted +
+        dropped), None if unknown. Rates returned are never below ``floor_fps``.
+        """
+        check_positive("window_s", window_s)
+        check_non_negative("admitted_syns", admitted_syns)
+        check_non_negative("completions", completions)
+        if offered_syns is not None:
+            check_non_negative("offered_syns", offered_syns)
+        self._windows += 1
+        self._since_decision += 1
+        if self._probe.add(admitted_syns, completions, window_s, offered_syns):
+            self._on_result(self._result(self._probe))
+        return self._probe.admit_fps
+
+    def update_from(self, m: PortMeasurement) -> float | None:
+        """:meth:`update` from a port measurement taken over one measurement window."""
+        return self.update(m.syns_passed, m.fins, m.period_s, m.syns_seen)
+
+    # ----------------------------------------------------------------- machinery
+    def _new_probe(self, admit: float | None, *, settle: bool = True) -> _Probe:
+        if admit is not None:
+            admit = max(admit, self._p.floor_fps)
+        settle_windows = self._p.settle_windows if settle else 0
+        return _Probe(admit, settle_windows, self._p.measure_windows)
+
+    def _start(self, admit: float | None, *, settle: bool = True) -> None:
+        same = self._probe.admit_fps == admit
+        self._probe = self._new_probe(admit, settle=settle and not same)
+
+    def _objective(self, completion: float, admitted: float) -> float:
+        if self._p.strategy == 1:
+            return completion
+        excess = admitted - completion * (1.0 + self._p.feasibility_tolerance)
+        return completion - self._p.penalty * max(0.0, excess)
+
+    def _result(self, probe: _Probe) -> ProbeResult:
+        f = probe.completions / probe.seconds
+        a = probe.admitted / probe.seconds
+        offered = probe.offered / probe.seconds if probe.offered_known else None
+        return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a))
+
+    def _restart(self) -> None:
+        self._restarts += 1
+        self._phase = Phase.BASELINE
+        self._search = None
+        self._track = None
+        self._evaluations = []
+        self._start(None)
+
+    def _changed(self, r: ProbeResult) -> bool:
+        alarm = self._cusum_completion.update(r.completion_fps)
+        if r.offered_fps is not None:
+            alarm = self._cusum_offered.update(r.offered_fps) or alarm
+        return alarm
+
+    def _reset_detectors(self) -> None:
+        self._cusum_completion.reset()
+        self._cusum_offered.reset()
+
+    def _on_result(self, r: ProbeResult) -> None:
+        self._evaluations.append(r)
+        match self._phase:
+            case Phase.BASELINE:
+                self._on_baseline(r)
+            case Phase.SEARCH:
+                self._on_search(r)
+            case Phase.CONFIRM:
+                self._on_confirm(r)
+            case Phase.TRACK:
+                self._on_track(r)
+            case Phase.UNGATED:
+                self._on_ungated(r)
+
+    # ----------------------------------------------------------------- phases
+    def _on_baseline(self, r: ProbeResult) -> None:
+        self._baseline = r
+        offered = r.offered_fps if r.offered_fps is not None else r.admitted_fps
+        p = self._p
+        hi = offered
+        lo = max(p.floor_fps, offered * p.low_fraction)
+        if p.capacity_hint_fps is not None:
+            hi = min(hi, p.hint_high * p.capacity_hint_fps)
+            lo = max(lo, p.hint_low * p.capacity_hint_fps)
+        self._upper_fps = max(offered, p.floor_fps)
+        if hi <= lo * (1.0 + p.search_tolerance):
+            self._go_ungated()
+            return
+        a, b = math.log(lo), math.log(hi)
+        x1 = b - _INV_PHI * (b - a)
+        x2 = a + _INV_PHI * (b - a)
+        self._search = _Search(a, b, x1, x2)
+        self._phase = Phase.SEARCH
+        self._start(math.exp(x1))
+
+    def _on_search(self, r: ProbeResult) -> None:
+        s = self._search
+        assert s is not None
+        s.probes += 1
+        if s.pending == 1:
+            s.f1 = r
+        else:
+            s.f2 = r
+        if s.f1 is None or s.f2 is None:  # the opening pair: measure the other point
+            s.pending = 1 if s.f1 is None else 2
+            self._start(math.exp(s.x1 if s.pending == 1 else s.x2))
+            return
+        if s.hi - s.lo <= self._p.search_tolerance or s.probes >= self._p.max_search_probes:
+            best, x = (s.f1, s.x1) if s.f1.objective >= s.f2.objective else (s.f2, s.x2)
+            self._decide(math.exp(x), best)
+            return
+        if s.f1.objective < s.f2.objective:  # optimum in [x1, hi]
+            s.lo, s.x1, s.f1 = s.x1, s.x2, s.f2
+            s.x2, s.f2, s.pending = s.lo + _INV_PHI * (s.hi - s.lo), None, 2
+            self._start(math.exp(s.x2))
+        else:  # optimum in [lo, x2]
+            s.hi, s.x2, s.f2 = s.x2, s.x1, s.f1
+            s.x1, s.f1, s.pending = s.hi - _INV_PHI * (s.hi - s.lo), None, 1
+            self._start(math.exp(s.x1))
+
+    def _decide(self, admit: float, best: ProbeResult) -> None:
+        """End of the search: re-measure the winner and no gating afresh, back to back.
+
+        The search's best value is the maximum of noisy measurements (biased upwards), and the
+        baseline may be stale: comparing two fresh measurements keeps the decision honest.
+        """
+        self._search = None
+        self._candidate = admit
+        self._candidate_result = None
+        self._last_search_fps = admit
+        self._phase = Phase.CONFIRM
+        self._start(admit)
+
+    def _on_confirm(self, r: ProbeResult) -> None:
+        if r.admit_fps is not None:  # the candidate, fresh: now no gating, fresh
+            self._candidate_result = r
+            self._start(None)
+            return
+        self._baseline = r
+        if r.offered_fps is not None:
+            self._upper_fps = max(r.offered_fps, self._p.floor_fps)
+        cand = self._candidate_result
+        assert cand is not None and self._candidate is not None
+        if cand.completion_fps <= r.completion_fps * (1.0 + self._p.gain_margin):
+            self._go_ungated()
+            return
+        center = self._candidate
+        if self._p.strategy == 2:
+            center = min(center, cand.completion_fps)
+        center = max(center, self._p.floor_fps)
+        self._phase = Phase.TRACK
+        self._since_decision = 0
+        self._reset_detectors()
+        self._track = _Track(center, step=self._p.step_initial)
+        self._track_probe(0)
+
+    def _go_ungated(self) -> None:
+        self._phase = Phase.UNGATED
+        self._since_decision = 0
+        self._track = None
+        self._reset_detectors()
+        self._start(None)
+
+    def _on_ungated(self, r: ProbeResult) -> None:
+        every = self._p.research_every_windows
+        if self._changed(r) or (every and self._since_decision >= every):
+            self._restart()
+            return
+        self._start(None)
+
+    def _track_probe(self, which: int) -> None:
+        """Start the lower (0) or upper (1) probe of the pair around the centre.
+
+        Strategy 1 probes centre * exp(-/+ offset); strategy 2 probes centre * exp(-offset) and
+        the centre itself, so that it never installs more than the (feasible) centre.
+        """
+        t = self._track
+        assert t is not None
+        p = self._p
+        t.pending = which
+        if which == 0:
+            rate = t.center * math.exp(-p.probe_offset)
+        elif p.strategy == 2:
+            rate = t.center
+        else:
+            rate = t.center * math.exp(p.probe_offset)
+        self._start(min(max(rate, p.floor_fps), max(self._upper_fps, p.floor_fps)))
+
+    def _on_track(self, r: ProbeResult) -> None:
+        t = self._track
+        assert t is not None
+        p = self._p
+        if t.pending == 0:
+            t.lower = r
+            self._track_probe(1)
+            return
+        lower, upper = t.lower, r
+        assert lower is not None
+        completion = (lower.completion_fps + upper.completion_fps) / 2.0
+        offered = None
+        if lower.offered_fps is not None and upper.offered_fps is not None:
+            offered = (lower.offered_fps + upper.offered_fps) / 2.0
+        pair = ProbeResult(t.center, completion, upper.admitted_fps, offered, 0.0)
+        every = p.research_every_windows
+        if self._changed(pair) or (every and self._since_decision >= every):
+            self._restart()
+            return
+        excess = upper.admitted_fps / max(upper.completion_fps, 1e-9) - 1.0
+        t.infeasible = t.infeasible + 1 if excess > p.feasibility_tolerance else 0
+        if p.strategy == 2 and (
+            t.infeasible >= p.infeasible_pairs or excess > 3.0 * p.feasibility_tolerance
+        ):
+            # admissions persistently outrun completions: project onto the completion rate
+            t.infeasible = 0
+            self._move(max(p.floor_fps, upper.completion_fps))
+            t.step = max(t.step * 0.5, p.step_min)
+            t.last_sign = -1.0
+            self._track_probe(0)
+            return
+        diff = upper.objective - lower.objective
+        scale = max(abs(upper.objective), abs(lower.objective))
+        if abs(diff) <= p.accept_margin * scale:  # flat within noise: hold, refine the step
+            t.step = max(t.step * 0.5, p.step_min)
+            t.last_sign = 0.0
+        else:
+            sign = 1.0 if diff > 0 else -1.0
+            grow = 1.5 if sign == t.last_sign else 0.5
+            # strategy 2 never leaps upwards: a leap past the knee admits faster than flows
+            # complete for a whole pair before the projection pulls it back
+            cap = p.step_max if p.strategy == 1 or sign < 0 else 2.0 * p.probe_offset
+            t.step = min(max(t.step * grow, p.step_min), max(cap, p.step_min))
+            t.last_sign = sign
+            self._move(t.center * math.exp(sign * t.step))
+        self._track_probe(0)
+
+    def _move(self, center: float) -> None:
+        t = self._track
+        assert t is not None
+        p = self._p
+        new = min(max(center, p.floor_fps), max(self._upper_fps, p.floor_fps))
+        if abs(math.log(new / t.center)) > p.change_drift:
+            self._reset_detectors()  # a deliberate large move is not a change of the load
+        t.center = new
