@@ -22,7 +22,7 @@ FG_KIND_RD_FORWARD = 5
 FG_KIND_RD_BACKWARD = 6
 FG_KIND_MAX = 6
 FG_FLAG_CONGESTED = 0x01
-FG_RATE_UNLIMITED = 0xFFFFFFFF
+FG_RATE_UNLIMITED = 0xffffffff
 FG_MAX_PORTS = 16
 FG_PORT_BITS = 4
 FG_HIST_BUCKETS = 32
@@ -79,7 +79,9 @@ HEADER_LAYOUTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("src_addr", 32),
         ("dst_addr", 32),
     ),
-    "ipv4_options_t": (("options", -320),),
+    "ipv4_options_t": (
+        ("options", -320),
+    ),
     "tcp_t": (
         ("src_port", 16),
         ("dst_port", 16),
@@ -113,3 +115,22 @@ HEADER_LAYOUTS: dict[str, tuple[tuple[str, int], ...]] = {
 }
 
 # P4Runtime names (tables, actions, counters, meters) of fairgate.p4.
+ACTION_DROP_NO_ROUTE = "drop_no_route"
+ACTION_FORWARD = "forward"
+ACTION_GATE_SYNS = "gate_syns"
+ACTION_NOACTION = "NoAction"
+ACTION_SET_PORT_FEEDBACK = "set_port_feedback"
+ACTION_SET_QUEUE_BUCKET = "set_queue_bucket"
+ACTION_SET_RTT_BUCKET = "set_rtt_bucket"
+COUNTER_INPUT_ANOMALIES = "input_anomalies"
+COUNTER_PORT_ARRIVALS = "port_arrivals"
+COUNTER_PORT_DEPARTURES = "port_departures"
+COUNTER_QUEUE_DEPTH_HIST = "queue_depth_hist"
+COUNTER_RTT_HIST = "rtt_hist"
+COUNTER_SESSION_EVENTS = "session_events"
+METER_SYN_METER = "syn_meter"
+TABLE_ADMISSION_PORTS = "admission_ports"
+TABLE_IPV4_ROUTES = "ipv4_routes"
+TABLE_PORT_FEEDBACK = "port_feedback"
+TABLE_QUEUE_BUCKETS = "queue_buckets"
+TABLE_RTT_BUCKETS = "rtt_buckets"

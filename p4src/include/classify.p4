@@ -22,11 +22,11 @@
 control L4Classify(inout headers_t hdr,
                    inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
-    action note(bit<8> reason) {
+    @hidden action note(bit<8> reason) {
         meta.anomaly = reason;
     }
 
-    action reject(bit<8> reason) {
+    @hidden action reject(bit<8> reason) {
         mark_to_drop(standard_metadata);
         meta.dropped = 1;
         meta.anomaly = reason;

@@ -16,7 +16,7 @@
 control InputSanity(inout headers_t hdr,
                     inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
-    action reject(bit<8> reason) {
+    @hidden action reject(bit<8> reason) {
         mark_to_drop(standard_metadata);
         meta.dropped = 1;
         meta.anomaly = reason;
