@@ -1,0 +1,153 @@
+"""FairGate controller: python -m fairgate_controller --topo FILE --algo qfcp ..."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from fairgate_controller.agent import ControlConfig
+from fairgate_controller.topology import TopologyError, load
+
+DESCRIPTION = """\
+FairGate's P4Runtime controller. For every switch in the topology file it
+pushes the pipeline (when the switch holds another), installs shortest-path
+IPv4 routes, histogram buckets and admission ports, and then every control
+period reads the switch's counters, computes each port's fair rate and
+congestion flag with the chosen algorithm, writes them in one batch, and (with
+--session) searches the SYN admit rate of ports marked "admission" in the
+topology. It reconnects to switches that restart and restores their state; a
+second controller with a lower --election-id stays backup and writes nothing.
+Stop it with Ctrl-C or SIGTERM: the switches keep the last rates.
+"""
+
+
+def period_arg(text: str) -> float | None:
+    if text == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds or 'auto': {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("the period must be > 0 s")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m fairgate_controller",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--topo", required=True, type=Path, help="topology file (JSON, see docs/topology-file.md)"
+    )
+    p.add_argument(
+        "--algo",
+        choices=["qfcp", "rcp", "lestas", "none"],
+        default="qfcp",
+        help="fair-rate algorithm per port; 'none' installs routes only and never "
+        "stamps (default: qfcp)",
+    )
+    p.add_argument(
+        "--session",
+        choices=["off", "strategy1", "strategy2"],
+        default="off",
+        help="session control on admission ports: strategy1 maximises the completion "
+        "rate, strategy2 also never admits faster than flows complete "
+        "(default: off)",
+    )
+    p.add_argument(
+        "--period",
+        type=period_arg,
+        default=0.1,
+        metavar="SECONDS|auto",
+        help="control period; 'auto' follows the mean RTT carried by packets within "
+        "--period-min/--period-max (default: 0.1)",
+    )
+    p.add_argument("--period-min", type=float, default=0.02, help="lower bound for auto (s)")
+    p.add_argument("--period-max", type=float, default=1.0, help="upper bound for auto (s)")
+    p.add_argument(
+        "--session-window",
+        type=float,
+        default=1.0,
+        help="session-control measurement window in seconds (default: 1.0)",
+    )
+    p.add_argument(
+        "--q-ref",
+        type=float,
+        default=10.0,
+        help="Lestas target queue in packets of 1500 bytes (default: 10)",
+    )
+    p.add_argument(
+        "--min-rate",
+        type=int,
+        default=8,
+        help="never advertise less than this many kbit/s (default: 8)",
+    )
+    p.add_argument(
+        "--election-id",
+        type=int,
+        default=10,
+        help="P4Runtime election id; the highest connected one is primary (default: 10)",
+    )
+    p.add_argument(
+        "--device-id",
+        type=int,
+        default=None,
+        help="P4Runtime device id for every switch (default: each switch's "
+        "device_id in the topology; BMv2 uses 0)",
+    )
+    p.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        help="append one JSON record per port per period to this file",
+    )
+    p.add_argument(
+        "--live",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="live terminal table (default: when stdout is a terminal)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="(default: INFO)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        topo = load(args.topo)
+        config = ControlConfig(
+            algo=args.algo,
+            session=args.session,
+            period_s=args.period,
+            period_min_s=args.period_min,
+            period_max_s=args.period_max,
+            session_window_s=args.session_window,
+            q_ref_pkts=args.q_ref,
+            min_rate_kbps=args.min_rate,
+        )
+    except (TopologyError, ValueError) as exc:
+        print(f"fairgate_controller: {exc}", file=sys.stderr)
+        return 2
+    from fairgate_controller.app import run
+
+    live = sys.stdout.isatty() if args.live is None else args.live
+    asyncio.run(run(topo, config, args.election_id, args.records, args.device_id, live))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

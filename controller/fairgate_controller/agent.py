@@ -1,0 +1,332 @@
+"""The per-switch control loop (asyncio, finsy).
+
+On every connection that makes us primary (first connect, a switch restart, a
+controller restart, a mastership change) the agent reconciles the switch with
+what it should hold: routes, histogram buckets, admission ports, the last
+computed rates and admit rates. A controller that restarts finds the rates on
+the switch and continues from them; a switch that restarts gets its pipeline
+(finsy pushes it when the switch has none) and the last state back.
+
+Then, every period: one Read of the counter arrays, deltas against the last
+read, one PortMeasurement per port, the configured algorithm per port, one
+batched MODIFY of every port's rate and congestion flag, and meter writes for
+admit rates that changed. A backup controller (lower election id) reads
+nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import finsy as fy
+
+from fairgate_controller import entities as ent
+from fairgate_controller.algorithms import (
+    LestasController,
+    QfcpController,
+    RateController,
+    RcpController,
+    SessionController,
+    SessionParams,
+)
+from fairgate_controller.records import Recorder
+from fairgate_controller.routes import compute_routes
+from fairgate_controller.telemetry import (
+    COUNTERS,
+    Snapshot,
+    counter_deltas,
+    measure_port,
+    queue_buckets,
+    rtt_buckets,
+)
+from fairgate_controller.topology import PortSpec, SwitchSpec, Topology
+from fairgate_p4 import generated as g
+from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
+
+LOG = logging.getLogger("fairgate.controller")
+
+Algo = Literal["qfcp", "rcp", "lestas", "none"]
+OWNED_TABLES = (
+    g.TABLE_IPV4_ROUTES,
+    g.TABLE_PORT_FEEDBACK,
+    g.TABLE_ADMISSION_PORTS,
+    g.TABLE_QUEUE_BUCKETS,
+    g.TABLE_RTT_BUCKETS,
+)
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    """What the controller runs; every field has a CLI option."""
+
+    algo: Algo = "qfcp"
+    session: Literal["off", "strategy1", "strategy2"] = "off"
+    period_s: float | None = 0.1  # None: follow the measured mean RTT
+    period_min_s: float = 0.02
+    period_max_s: float = 1.0
+    session_window_s: float = 1.0
+    min_rate_kbps: int = 8
+    q_ref_pkts: float = 10.0
+    meter_burst: int = ent.METER_BURST_DEFAULT
+
+    def __post_init__(self) -> None:
+        if self.period_s is not None and not self.period_s > 0:
+            raise ValueError(f"period must be > 0 s, got {self.period_s}")
+        if not 0 < self.period_min_s <= self.period_max_s:
+            raise ValueError("need 0 < period_min <= period_max")
+        if not self.session_window_s > 0:
+            raise ValueError("session window must be > 0 s")
+
+    def rate_controller(self, port: PortSpec, initial_Bps: float | None) -> RateController | None:
+        common: dict[str, Any] = {
+            "min_rate_Bps": kbps_to_Bps(self.min_rate_kbps),
+            "initial_rate_Bps": initial_Bps,
+        }
+        if self.algo == "qfcp":
+            return QfcpController(port.capacity_Bps, **common)
+        if self.algo == "rcp":
+            return RcpController(port.capacity_Bps, **common)
+        if self.algo == "lestas":
+            return LestasController(port.capacity_Bps, q_ref_bytes=self.q_ref_pkts * 1500, **common)
+        return None
+
+    def session_controller(self) -> SessionController | None:
+        if self.session == "off":
+            return None
+        return SessionController(SessionParams(strategy=1 if self.session == "strategy1" else 2))
+
+
+@dataclass
+class _SessionWindow:
+    seconds: float = 0.0
+    admitted: int = 0
+    offered: int = 0
+    fins: int = 0
+
+
+@dataclass
+class SwitchAgent:
+    spec: SwitchSpec
+    topo: Topology
+    config: ControlConfig
+    recorder: Recorder
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    rate_ctl: dict[int, RateController] = field(default_factory=dict)
+    session_ctl: dict[int, SessionController] = field(default_factory=dict)
+    feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    admit: dict[int, float | None] = field(default_factory=dict)
+    prev: Snapshot | None = None
+    prev_t: float = 0.0
+    periods: int = 0
+    resets: int = 0
+
+    def __post_init__(self) -> None:
+        self.ports = self.topo.switch_ports(self.spec.name)
+        self.routes = compute_routes(self.topo)[self.spec.name]
+        depth = max((p.queue_depth or 64 for p in self.ports), default=64)
+        self.qbuckets = queue_buckets(depth)
+        self.rbuckets = rtt_buckets()
+        self.windows = {p.port: _SessionWindow() for p in self.ports if p.admission}
+        self.period_s = self.config.period_s or self.config.period_max_s
+
+    # ---- connection ----------------------------------------------------------
+    async def ready(self, sw: fy.Switch) -> None:
+        """finsy ready handler: runs until the channel goes down or we lose mastership."""
+        if not sw.is_primary:
+            LOG.warning(
+                "%s: backup controller (election id %d, primary %d): not writing",
+                self.spec.name,
+                sw.election_id,
+                sw.primary_id,
+            )
+            return
+        await self.install(sw)
+        self.prev = None
+        while True:
+            started = self.clock()
+            await self.step(sw)
+            await asyncio.sleep(max(0.0, self.period_s - (self.clock() - started)))
+
+    async def install(self, sw: fy.Switch) -> None:
+        current = [e async for e in sw.read([fy.P4TableEntry(t) for t in OWNED_TABLES])]
+        self._seed_from_switch(current)
+        self._ensure_controllers()
+        desired: list[Any] = [ent.route_entry(r) for r in self.routes]
+        desired += ent.bucket_entries(g.TABLE_QUEUE_BUCKETS, self.qbuckets)
+        desired += ent.bucket_entries(g.TABLE_RTT_BUCKETS, self.rbuckets)
+        desired += [ent.admission_entry(port) for port in self.windows]
+        if self.config.algo != "none":
+            desired += [ent.feedback_entry(p, kbps, c) for p, (kbps, c) in self.feedback.items()]
+        inserts, modifies, deletes = ent.reconcile(desired, current, sw.p4info)
+        await sw.delete(deletes)
+        await sw.modify(modifies)
+        await sw.insert(inserts)
+        meters = [
+            ent.meter_entry(p, self.admit.get(p), self.config.meter_burst) for p in self.windows
+        ]
+        await sw.modify(meters)
+        LOG.info(
+            "%s: installed %d, modified %d, deleted %d entries; %d meters",
+            self.spec.name,
+            len(inserts),
+            len(modifies),
+            len(deletes),
+            len(meters),
+        )
+
+    def _seed_from_switch(self, current: list[Any]) -> None:
+        """A restarted controller continues from the rates the switch holds."""
+        if self.feedback:
+            return
+        for entry in current:
+            if entry.table_id == g.TABLE_PORT_FEEDBACK and entry.match and entry.action:
+                port = int(entry.match["egress_port"])
+                args = entry.action.args
+                self.feedback[port] = (int(args["fair_rate_kbps"]), bool(args["congested"]))
+        if self.feedback:
+            LOG.info(
+                "%s: continuing from the rates on the switch: %s",
+                self.spec.name,
+                {p: k for p, (k, _c) in sorted(self.feedback.items())},
+            )
+
+    def _ensure_controllers(self) -> None:
+        for port in self.ports:
+            if port.port not in self.rate_ctl:
+                seeded = self.feedback.get(port.port)
+                ctl = self.config.rate_controller(port, kbps_to_Bps(seeded[0]) if seeded else None)
+                if ctl is not None:
+                    self.rate_ctl[port.port] = ctl
+                    if seeded is None:
+                        self.feedback[port.port] = (Bps_to_kbps(ctl.rate_Bps), False)
+            if port.admission and port.port not in self.session_ctl:
+                sctl = self.config.session_controller()
+                if sctl is not None:
+                    self.session_ctl[port.port] = sctl
+
+    # ---- one period ----------------------------------------------------------
+    async def read_snapshot(self, sw: fy.Switch) -> Snapshot:
+        snap: Snapshot = {name: {} for name in COUNTERS}
+        async for e in sw.read([fy.P4CounterEntry(name) for name in COUNTERS]):
+            if e.index is not None:
+                snap[e.counter_id][e.index] = (e.packet_count, e.byte_count)
+        return snap
+
+    async def step(self, sw: fy.Switch) -> None:
+        now = self.clock()
+        snap = await self.read_snapshot(sw)
+        if self.prev is None:
+            self.prev, self.prev_t = snap, now
+            return
+        delta, reset = counter_deltas(self.prev, snap)
+        period = now - self.prev_t
+        self.prev, self.prev_t = snap, now
+        if reset:
+            self.resets += 1
+            LOG.warning(
+                "%s: counters went backwards (switch restarted?): re-baselined", self.spec.name
+            )
+            return
+        if period <= 0:
+            return
+        writes, meters = self.compute(delta, period)
+        if writes:
+            await sw.modify(writes)
+        if meters:
+            await sw.modify(meters)
+
+    def compute(self, delta: Snapshot, period: float) -> tuple[list[Any], list[Any]]:
+        """Pure part of a period: measurements -> decisions -> entities to write."""
+        self.periods += 1
+        writes: list[Any] = []
+        meters: list[Any] = []
+        rtts: list[float] = []
+        t = self.wall()
+        for port in self.ports:
+            m = measure_port(
+                delta, port.port, period, port.capacity_Bps, self.qbuckets, self.rbuckets
+            )
+            if m.rtt_mean_s:
+                rtts.append(m.rtt_mean_s)
+            record: dict[str, Any] = {
+                "t": round(t, 4),
+                "switch": self.spec.name,
+                "port": port.port,
+                "period_s": round(period, 5),
+                "capacity_Bps": port.capacity_Bps,
+                "y_Bps": m.y_Bps,
+                "departure_Bps": m.departure_Bps,
+                "arrival_pkts": m.arrival_pkts,
+                "departure_pkts": m.departure_pkts,
+                "drop_pkts": m.drop_pkts,
+                "queue_mean_bytes": m.queue_mean_bytes,
+                "queue_min_bytes": m.queue_min_bytes,
+                "rtt_mean_s": m.rtt_mean_s,
+                "syn_admitted": m.syn_admitted,
+                "syn_dropped": m.syn_dropped,
+                "syn_ungated": m.syn_ungated,
+                "fins": m.fins,
+                "rsts": m.rsts,
+            }
+            ctl = self.rate_ctl.get(port.port)
+            if ctl is not None:
+                d = ctl.update(m)
+                kbps = Bps_to_kbps(d.rate_Bps)
+                self.feedback[port.port] = (kbps, d.congested)
+                writes.append(ent.feedback_entry(port.port, kbps, d.congested))
+                record.update(
+                    rate_Bps=d.rate_Bps,
+                    rate_kbps=kbps,
+                    congested=d.congested,
+                    **{k: v for k, v in d.diagnostics.items() if k not in record},
+                )
+            meter = self._session_step(port.port, m, period, record)
+            if meter is not None:
+                meters.append(meter)
+            self.recorder.write(record)
+        self._adapt_period(rtts)
+        return writes, meters
+
+    def _session_step(self, port: int, m: Any, period: float, record: dict[str, Any]) -> Any:
+        window = self.windows.get(port)
+        sctl = self.session_ctl.get(port)
+        if window is None or sctl is None:
+            return None
+        window.seconds += period
+        window.admitted += m.syn_admitted + m.syn_ungated
+        window.offered += m.syn_admitted + m.syn_ungated + m.syn_dropped
+        window.fins += m.fins
+        record["admit_fps"] = self.admit.get(port)
+        if window.seconds < self.config.session_window_s:
+            return None
+        admit = sctl.update(window.admitted, window.fins, window.seconds, window.offered)
+        record.update(
+            window_completions_fps=window.fins / window.seconds,
+            window_admitted_fps=window.admitted / window.seconds,
+        )
+        self.windows[port] = _SessionWindow()
+        if port in self.admit and _same_rate(self.admit[port], admit):
+            return None
+        self.admit[port] = admit
+        record["admit_fps"] = admit
+        return ent.meter_entry(port, admit, self.config.meter_burst)
+
+    def _adapt_period(self, rtts: list[float]) -> None:
+        if self.config.period_s is not None:
+            return
+        if rtts:
+            mean = sum(rtts) / len(rtts)
+            self.period_s = min(self.config.period_max_s, max(self.config.period_min_s, mean))
+
+
+def _same_rate(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(round(a), round(b))

@@ -1,0 +1,47 @@
+"""Per-port, per-period records as JSON lines (one object per line).
+
+Fields (SI units): t (wall clock, s), switch, port, period_s, capacity_Bps,
+y_Bps (input rate), departure_Bps, arrival_pkts, departure_pkts, drop_pkts,
+queue_mean_bytes, queue_min_bytes, rtt_mean_s (null when no packet carried
+one), syn_admitted, syn_dropped, syn_ungated, fins, rsts; with a rate
+algorithm also rate_Bps, rate_kbps (what was written), congested and the
+algorithm's diagnostics (e.g. N, n_hat, q_bytes, T_s); with session control
+admit_fps (null = no gating) and, at the end of each window,
+window_completions_fps and window_admitted_fps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import IO, Any
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class Recorder:
+    """Appends records to a JSONL file (or nowhere) and keeps the latest per port
+    for the live view."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("a", buffering=1)
+        self.latest: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.latest[(record["switch"], record["port"])] = record
+        if self._file is not None:
+            self._file.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,307 @@
+"""The topology file: switches, hosts, links and per-port capacities.
+
+One JSON document (docs/topology-file.md has the full format)::
+
+    {
+      "switches": [{"name": "s1", "grpc_addr": "127.0.0.1:50001", "device_id": 0,
+                    "thrift_port": 9090, "mac": "02:fa:00:00:00:01"}],
+      "hosts": [{"name": "h1", "ip": "10.0.1.1", "mac": "00:00:00:00:01:01",
+                 "switch": "s1", "port": 1, "capacity_kbps": 100000}],
+      "links": [{"a": "s1:2", "b": "s2:1", "capacity_kbps": 10000,
+                 "queue_rate_pps": 833, "queue_depth": 64, "admission": false}]
+    }
+
+Every switch port that leads somewhere has a capacity (the C of the rate
+algorithms); ``queue_rate_pps``/``queue_depth`` are what the lab sets on BMv2
+with Thrift (the real bottleneck); ``admission`` turns SYN gating on for the
+port(s) of that link. Errors name the offending entry precisely.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairgate_p4 import generated as g
+
+_MAC = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+
+
+class TopologyError(ValueError):
+    """A topology file that cannot be used, with where and why."""
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    name: str
+    grpc_addr: str
+    device_id: int
+    thrift_port: int | None
+    mac: str
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    ip: str
+    mac: str
+    switch: str
+    port: int
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    """One switch port: where it leads and its capacity."""
+
+    switch: str
+    port: int
+    peer: str  # a host name or "switch:port"
+    capacity_Bps: float
+    queue_rate_pps: int | None = None
+    queue_depth: int | None = None
+    admission: bool = False
+
+    @property
+    def peer_switch(self) -> str | None:
+        return self.peer.split(":")[0] if ":" in self.peer else None
+
+
+@dataclass
+class Topology:
+    switches: dict[str, SwitchSpec] = field(default_factory=dict)
+    hosts: dict[str, HostSpec] = field(default_factory=dict)
+    ports: dict[tuple[str, int], PortSpec] = field(default_factory=dict)
+
+    def switch_ports(self, switch: str) -> list[PortSpec]:
+        return sorted((p for (s, _), p in self.ports.items() if s == switch), key=lambda p: p.port)
+
+    def neighbours(self, switch: str) -> list[tuple[int, str]]:
+        """(local port, neighbour switch) for every switch-to-switch link."""
+        return [
+            (p.port, p.peer_switch) for p in self.switch_ports(switch) if p.peer_switch is not None
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        links, seen = [], set()
+        for (s, port), spec in sorted(self.ports.items()):
+            if spec.peer_switch is None or (s, port) in seen:
+                continue
+            peer_sw, peer_port = spec.peer.split(":")
+            seen.add((peer_sw, int(peer_port)))
+            link: dict[str, Any] = {
+                "a": f"{s}:{port}",
+                "b": spec.peer,
+                "capacity_kbps": spec.capacity_Bps * 8 / 1000,
+            }
+            for key in ("queue_rate_pps", "queue_depth"):
+                if getattr(spec, key) is not None:
+                    link[key] = getattr(spec, key)
+            if spec.admission:
+                link["admission"] = True
+            links.append(link)
+        hosts = []
+        for h in self.hosts.values():
+            spec = self.ports[(h.switch, h.port)]
+            entry: dict[str, Any] = {
+                "name": h.name,
+                "ip": h.ip,
+                "mac": h.mac,
+                "switch": h.switch,
+                "port": h.port,
+                "capacity_kbps": spec.capacity_Bps * 8 / 1000,
+            }
+            for key in ("queue_rate_pps", "queue_depth"):
+                if getattr(spec, key) is not None:
+                    entry[key] = getattr(spec, key)
+            if spec.admission:
+                entry["admission"] = True
+            hosts.append(entry)
+        switches = [
+            {
+                "name": s.name,
+                "grpc_addr": s.grpc_addr,
+                "device_id": s.device_id,
+                "thrift_port": s.thrift_port,
+                "mac": s.mac,
+            }
+            for s in self.switches.values()
+        ]
+        return {"switches": switches, "hosts": hosts, "links": links}
+
+
+def load(path: str | Path) -> Topology:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TopologyError(f"{path}: no such topology file") from None
+    except json.JSONDecodeError as exc:
+        raise TopologyError(f"{path}: not JSON: {exc}") from None
+    try:
+        return parse(doc)
+    except TopologyError as exc:
+        raise TopologyError(f"{path}: {exc}") from None
+
+
+def _get(entry: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in entry:
+        raise TopologyError(f"{where}: missing '{key}'")
+    value = entry[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise TopologyError(f"{where}: '{key}' has the wrong type ({value!r})")
+    return value
+
+
+def _capacity(entry: dict[str, Any], where: str) -> float:
+    if "capacity_kbps" not in entry:
+        raise TopologyError(f"{where}: missing capacity ('capacity_kbps')")
+    cap = entry["capacity_kbps"]
+    if isinstance(cap, bool) or not isinstance(cap, int | float) or not cap > 0:
+        raise TopologyError(f"{where}: capacity_kbps must be a positive number, got {cap!r}")
+    return float(cap) * 1000 / 8
+
+
+def _optional_int(entry: dict[str, Any], key: str, where: str) -> int | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TopologyError(f"{where}: '{key}' must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _check_port(port: Any, where: str) -> int:
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port < g.FG_MAX_PORTS:
+        raise TopologyError(
+            f"{where}: port must be an integer 1..{g.FG_MAX_PORTS - 1}, got {port!r}"
+        )
+    return port
+
+
+def _check_mac(mac: Any, where: str) -> str:
+    if not isinstance(mac, str) or not _MAC.match(mac):
+        raise TopologyError(f"{where}: bad MAC address {mac!r}")
+    return mac.lower()
+
+
+def parse(doc: Any) -> Topology:
+    if not isinstance(doc, dict):
+        raise TopologyError("the top level must be an object with switches, hosts, links")
+    unknown = set(doc) - {"switches", "hosts", "links", "comment"}
+    if unknown:
+        raise TopologyError(f"unknown top-level keys: {', '.join(sorted(unknown))}")
+    topo = Topology()
+    grpc_seen: dict[str, str] = {}
+    for i, entry in enumerate(doc.get("switches", [])):
+        where = f"switches[{i}]"
+        if not isinstance(entry, dict):
+            raise TopologyError(f"{where}: must be an object")
+        name = _get(entry, "name", where, str)
+        where = f"switch {name!r}"
+        if name in topo.switches:
+            raise TopologyError(f"{where}: defined twice")
+        addr = _get(entry, "grpc_addr", where, str)
+        if addr in grpc_seen:
+            raise TopologyError(f"{where}: grpc_addr {addr} is also {grpc_seen[addr]!r}'s")
+        grpc_seen[addr] = name
+        thrift = _optional_int(entry, "thrift_port", where)
+        topo.switches[name] = SwitchSpec(
+            name=name,
+            grpc_addr=addr,
+            device_id=_get(entry, "device_id", where, int),
+            thrift_port=thrift,
+            mac=_check_mac(_get(entry, "mac", where, str), where),
+        )
+    if not topo.switches:
+        raise TopologyError("no switches")
+
+    def add_port(spec: PortSpec, where: str) -> None:
+        if spec.switch not in topo.switches:
+            raise TopologyError(f"{where}: unknown switch {spec.switch!r}")
+        key = (spec.switch, spec.port)
+        if key in topo.ports:
+            other = topo.ports[key].peer
+            raise TopologyError(
+                f"{where}: duplicate port {spec.switch}:{spec.port} (already to {other})"
+            )
+        topo.ports[key] = spec
+
+    ips: dict[str, str] = {}
+    for i, entry in enumerate(doc.get("hosts", [])):
+        where = f"hosts[{i}]"
+        if not isinstance(entry, dict):
+            raise TopologyError(f"{where}: must be an object")
+        name = _get(entry, "name", where, str)
+        where = f"host {name!r}"
+        if name in topo.hosts or name in topo.switches:
+            raise TopologyError(f"{where}: name used twice")
+        ip = _get(entry, "ip", where, str)
+        try:
+            ipaddress.IPv4Address(ip)
+        except ValueError:
+            raise TopologyError(f"{where}: bad IPv4 address {ip!r}") from None
+        if ip in ips:
+            raise TopologyError(f"{where}: IP {ip} is also {ips[ip]!r}'s")
+        ips[ip] = name
+        switch = _get(entry, "switch", where, str)
+        port = _check_port(_get(entry, "port", where, int), where)
+        host = HostSpec(name, ip, _check_mac(_get(entry, "mac", where, str), where), switch, port)
+        add_port(
+            PortSpec(
+                switch,
+                port,
+                name,
+                _capacity(entry, where),
+                _optional_int(entry, "queue_rate_pps", where),
+                _optional_int(entry, "queue_depth", where),
+                bool(entry.get("admission", False)),
+            ),
+            where,
+        )
+        topo.hosts[name] = host
+
+    for i, entry in enumerate(doc.get("links", [])):
+        where = f"links[{i}]"
+        if not isinstance(entry, dict):
+            raise TopologyError(f"{where}: must be an object")
+        ends = []
+        for side in ("a", "b"):
+            text = _get(entry, side, where, str)
+            sw, sep, port_text = text.partition(":")
+            if not sep or not port_text.isdigit():
+                raise TopologyError(f"{where}: '{side}' must be 'switch:port', got {text!r}")
+            ends.append((sw, _check_port(int(port_text), where)))
+        cap = _capacity(entry, where)
+        qrate = _optional_int(entry, "queue_rate_pps", where)
+        qdepth = _optional_int(entry, "queue_depth", where)
+        admission = bool(entry.get("admission", False))
+        (a_sw, a_port), (b_sw, b_port) = ends
+        add_port(PortSpec(a_sw, a_port, f"{b_sw}:{b_port}", cap, qrate, qdepth, admission), where)
+        add_port(PortSpec(b_sw, b_port, f"{a_sw}:{a_port}", cap, qrate, qdepth, admission), where)
+
+    _check_reachability(topo)
+    return topo
+
+
+def _check_reachability(topo: Topology) -> None:
+    if not topo.hosts:
+        return
+    start = next(iter(topo.hosts.values())).switch
+    seen, todo = {start}, deque([start])
+    while todo:
+        for _port, nb in topo.neighbours(todo.popleft()):
+            if nb not in seen:
+                seen.add(nb)
+                todo.append(nb)
+    for host in topo.hosts.values():
+        if host.switch not in seen:
+            first = next(iter(topo.hosts))
+            raise TopologyError(
+                f"host {host.name!r} is unreachable from host {first!r} (no path of links "
+                f"from {start} to {host.switch})"
+            )

@@ -1,0 +1,217 @@
+"""The control loop against a fake P4Runtime server: what it installs, what
+it writes each period, how it resumes, and that a backup never writes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import finsy as fy
+import pytest
+
+from fairgate_controller.agent import ControlConfig, SwitchAgent
+from fairgate_controller.records import Recorder
+from fairgate_controller.topology import Topology, parse
+from fairgate_p4 import artifacts
+from fairgate_p4 import generated as g
+from fairgate_p4.header import Bps_to_kbps
+
+from .fake_p4rt import FakeP4Runtime
+from .test_topology import dumbbell
+
+BOTTLENECK = 3  # s1 port towards s2, 10 Mbit/s
+C_BPS = 10_000 * 1000 / 8
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+def options(election_id: int = 10) -> fy.SwitchOptions:
+    return fy.SwitchOptions(
+        p4info=artifacts.p4info_path(),
+        p4blob=artifacts.bmv2_json_path(),
+        device_id=0,
+        initial_election_id=election_id,
+    )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def agent_for(topo: Topology, clock: Callable[[], float], **cfg: Any) -> SwitchAgent:
+    return SwitchAgent(
+        topo.switches["s1"], topo, ControlConfig(**cfg), Recorder(), clock=clock, wall=clock
+    )
+
+
+def feedback(fake: FakeP4Runtime) -> dict[int, tuple[int, int]]:
+    out = {}
+    for e in fake.table(g.TABLE_PORT_FEEDBACK):
+        port = int.from_bytes(e.match[0].exact.value, "big")
+        params = {p.param_id: int.from_bytes(p.value, "big") for p in e.action.action.params}
+        out[port] = (params[1], params[2])
+    return out
+
+
+def set_port_counters(
+    fake: FakeP4Runtime, port: int, arrivals: tuple[int, int], departures: tuple[int, int]
+) -> None:
+    fake.set_counter(g.COUNTER_PORT_ARRIVALS, port, *arrivals)
+    fake.set_counter(g.COUNTER_PORT_DEPARTURES, port, *departures)
+
+
+def test_install_routes_buckets_admission_and_initial_rates() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), Clock())
+            await agent.install(sw)
+            assert fake.pipeline_pushes == 1
+            assert len(fake.table(g.TABLE_IPV4_ROUTES)) == 3
+            assert len(fake.table(g.TABLE_QUEUE_BUCKETS)) == g.FG_HIST_BUCKETS - 1
+            assert len(fake.table(g.TABLE_RTT_BUCKETS)) == g.FG_HIST_BUCKETS - 1
+            assert len(fake.table(g.TABLE_ADMISSION_PORTS)) == 1
+            rates = feedback(fake)
+            assert rates[BOTTLENECK] == (Bps_to_kbps(C_BPS), 0)
+            assert sorted(rates) == [1, 2, 3]
+            # Installing again writes nothing: everything is already right.
+            writes = len(fake.writes)
+            await agent.install(sw)
+            table_writes = [
+                w
+                for _e, w in fake.writes[writes:]
+                if any(u.entity.HasField("table_entry") for u in w.updates)
+            ]
+            assert table_writes == []
+
+    run(scenario())
+
+
+def test_each_period_writes_rates_from_counter_deltas() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        clock = Clock()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), clock, algo="qfcp")
+            await agent.install(sw)
+            await agent.step(sw)  # baseline
+            # 0.1 s at twice the capacity: QFCP must cut the rate and set the flag.
+            clock.t += 0.1
+            nbytes = int(2 * C_BPS * 0.1)
+            set_port_counters(
+                fake, BOTTLENECK, (nbytes // 1000, nbytes), (nbytes // 2000, nbytes // 2)
+            )
+            await agent.step(sw)
+            rate, congested = feedback(fake)[BOTTLENECK]
+            assert rate < Bps_to_kbps(C_BPS) and congested == 1
+            # Idle ports keep a rate at or below C and are not congested.
+            assert feedback(fake)[1][1] == 0
+            rec = agent.recorder.latest[("s1", BOTTLENECK)]
+            assert rec["y_Bps"] == pytest.approx(2 * C_BPS, rel=0.01)
+            assert rec["drop_pkts"] == nbytes // 1000 - nbytes // 2000
+            assert rec["rate_kbps"] == rate
+
+    run(scenario())
+
+
+def test_restarted_controller_continues_from_the_switch_rates() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        topo = parse(dumbbell())
+        async with fake.serve():
+            async with fy.Switch("s1", fake.address, options()) as sw:
+                first = agent_for(topo, Clock())
+                first.feedback = {1: (5_000, False), 2: (6_000, False), 3: (1_234, True)}
+                await first.install(sw)
+            async with fy.Switch("s1", fake.address, options()) as sw:
+                writes = len(fake.writes)
+                second = agent_for(topo, Clock(), algo="qfcp")
+                await second.install(sw)
+                assert second.rate_ctl[3].rate_Bps == pytest.approx(1_234 * 1000 / 8)
+                assert feedback(fake)[3] == (1_234, 1)
+                assert not any(
+                    u.entity.HasField("table_entry")
+                    for _e, w in fake.writes[writes:]
+                    for u in w.updates
+                )
+                assert fake.pipeline_pushes == 1  # same pipeline: not pushed again
+
+    run(scenario())
+
+
+def test_stale_entries_are_removed_and_wrong_ones_fixed() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        topo = parse(dumbbell())
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            await sw.insert(
+                [
+                    fy.P4TableEntry(
+                        g.TABLE_IPV4_ROUTES,
+                        match=fy.Match(dst_addr="192.0.2.0/24"),
+                        action=fy.Action(g.ACTION_DROP_NO_ROUTE),
+                    ),
+                    fy.P4TableEntry(
+                        g.TABLE_IPV4_ROUTES,
+                        match=fy.Match(dst_addr="10.0.1.1/32"),
+                        action=fy.Action(g.ACTION_FORWARD, port=9, src_mac=0, dst_mac=0),
+                    ),
+                ]
+            )
+            await agent_for(topo, Clock()).install(sw)
+            routes = fake.table(g.TABLE_IPV4_ROUTES)
+            assert len(routes) == 3
+            ports = sorted(int.from_bytes(e.action.action.params[0].value, "big") for e in routes)
+            assert ports == [1, 2, 3]
+
+    run(scenario())
+
+
+def test_counter_reset_rebaselines_without_writing() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        clock = Clock()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), clock)
+            await agent.install(sw)
+            set_port_counters(fake, BOTTLENECK, (1000, 1_000_000), (1000, 1_000_000))
+            await agent.step(sw)
+            clock.t += 0.1
+            set_port_counters(fake, BOTTLENECK, (10, 10_000), (10, 10_000))  # switch restarted
+            writes = len(fake.writes)
+            await agent.step(sw)
+            assert agent.resets == 1 and len(fake.writes) == writes
+            clock.t += 0.1
+            set_port_counters(fake, BOTTLENECK, (20, 20_000), (20, 20_000))
+            await agent.step(sw)
+            assert len(fake.writes) == writes + 1
+            assert agent.recorder.latest[("s1", BOTTLENECK)]["arrival_pkts"] == 10
+
+    run(scenario())
+
+
+def test_backup_controller_never_writes() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        topo = parse(dumbbell())
+        async with fake.serve(), fy.Switch("primary", fake.address, options(20)) as primary:
+            await agent_for(topo, Clock()).install(primary)
+            before = list(fake.writes)
+            backup_agent = agent_for(topo, Clock())
+            backup_agent.feedback = {3: (42, True)}
+            async with fy.Switch("backup", fake.address, options(10)) as backup:
+                assert not backup.is_primary
+                await asyncio.wait_for(backup_agent.ready(backup), 5)  # returns at once
+                with pytest.raises(fy.P4ClientError):
+                    await backup.modify([fy.P4TableEntry(g.TABLE_PORT_FEEDBACK)])
+            assert fake.writes == before
+            assert all(eid == 20 for eid, _w in fake.writes)
+
+    run(scenario())

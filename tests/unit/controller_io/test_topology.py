@@ -1,0 +1,166 @@
+"""Topology file: the format round-trips, and bad files get precise errors."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fairgate_controller.routes import compute_routes
+from fairgate_controller.topology import TopologyError, load, parse
+
+
+def dumbbell() -> dict[str, Any]:
+    return {
+        "switches": [
+            {
+                "name": "s1",
+                "grpc_addr": "127.0.0.1:50001",
+                "device_id": 0,
+                "thrift_port": 9090,
+                "mac": "02:fa:00:00:00:01",
+            },
+            {
+                "name": "s2",
+                "grpc_addr": "127.0.0.1:50002",
+                "device_id": 0,
+                "thrift_port": 9091,
+                "mac": "02:fa:00:00:00:02",
+            },
+        ],
+        "hosts": [
+            {
+                "name": "h1",
+                "ip": "10.0.1.1",
+                "mac": "00:00:00:00:01:01",
+                "switch": "s1",
+                "port": 1,
+                "capacity_kbps": 100000,
+            },
+            {
+                "name": "h2",
+                "ip": "10.0.1.2",
+                "mac": "00:00:00:00:01:02",
+                "switch": "s1",
+                "port": 2,
+                "capacity_kbps": 100000,
+            },
+            {
+                "name": "h3",
+                "ip": "10.0.2.3",
+                "mac": "00:00:00:00:02:03",
+                "switch": "s2",
+                "port": 1,
+                "capacity_kbps": 100000,
+            },
+        ],
+        "links": [
+            {
+                "a": "s1:3",
+                "b": "s2:2",
+                "capacity_kbps": 10000,
+                "queue_rate_pps": 833,
+                "queue_depth": 64,
+                "admission": True,
+            }
+        ],
+    }
+
+
+def test_parse_dumbbell() -> None:
+    topo = parse(dumbbell())
+    assert sorted(topo.switches) == ["s1", "s2"]
+    port = topo.ports[("s1", 3)]
+    assert port.peer == "s2:2" and port.capacity_Bps == 10000 * 1000 / 8
+    assert port.queue_rate_pps == 833 and port.admission
+    assert topo.ports[("s2", 2)].peer == "s1:3"
+    assert topo.ports[("s1", 1)].peer == "h1"
+    assert topo.neighbours("s1") == [(3, "s2")]
+
+
+def test_round_trip_through_json(tmp_path: Path) -> None:
+    topo = parse(dumbbell())
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(topo.to_json()))
+    again = load(path)
+    assert again.ports == topo.ports and again.hosts == topo.hosts
+    assert again.switches == topo.switches
+
+
+def test_routes_follow_shortest_paths() -> None:
+    routes = compute_routes(parse(dumbbell()))
+    s1 = {r.prefix: r for r in routes["s1"]}
+    assert s1["10.0.1.1/32"].port == 1 and s1["10.0.1.1/32"].dst_mac == "00:00:00:00:01:01"
+    assert s1["10.0.2.3/32"].port == 3 and s1["10.0.2.3/32"].dst_mac == "02:fa:00:00:00:02"
+    assert all(r.src_mac == "02:fa:00:00:00:01" for r in routes["s1"])
+    s2 = {r.prefix: r.port for r in routes["s2"]}
+    assert s2 == {"10.0.1.1/32": 2, "10.0.1.2/32": 2, "10.0.2.3/32": 1}
+
+
+def test_routes_in_a_ring_take_the_short_way() -> None:
+    doc = dumbbell()
+    doc["switches"].append(
+        {"name": "s3", "grpc_addr": "127.0.0.1:50003", "device_id": 0, "mac": "02:fa:00:00:00:03"}
+    )
+    doc["links"] += [
+        {"a": "s2:3", "b": "s3:1", "capacity_kbps": 1000},
+        {"a": "s3:2", "b": "s1:4", "capacity_kbps": 1000},
+    ]
+    doc["hosts"].append(
+        {
+            "name": "h4",
+            "ip": "10.0.3.4",
+            "mac": "00:00:00:00:03:04",
+            "switch": "s3",
+            "port": 3,
+            "capacity_kbps": 1000,
+        }
+    )
+    routes = {r.prefix: r.port for r in compute_routes(parse(doc))["s1"]}
+    assert routes["10.0.3.4/32"] == 4  # one hop via s3, not two via s2
+
+
+def broken(edit: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(dumbbell())
+    edit(doc)
+    return doc
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d: d["hosts"][0].update(switch="s9"), "host 'h1': unknown switch 's9'"),
+        (lambda d: d["links"][0].update(b="s7:1"), "links[0]: unknown switch 's7'"),
+        (lambda d: d["hosts"][1].update(port=1), "host 'h2': duplicate port s1:1 (already to h1)"),
+        (lambda d: d["links"][0].update(a="s1:1"), "links[0]: duplicate port s1:1"),
+        (lambda d: d["links"][0].pop("capacity_kbps"), "links[0]: missing capacity"),
+        (lambda d: d["hosts"][2].update(capacity_kbps=0), "capacity_kbps must be a positive"),
+        (lambda d: d["links"].clear(), "host 'h3' is unreachable from host 'h1'"),
+        (lambda d: d["hosts"][0].update(ip="10.0.1.300"), "bad IPv4 address"),
+        (lambda d: d["hosts"][1].update(ip="10.0.1.1"), "IP 10.0.1.1 is also 'h1'"),
+        (lambda d: d["hosts"][0].update(mac="zz"), "bad MAC address"),
+        (lambda d: d["hosts"][0].update(port=16), "port must be an integer 1..15"),
+        (lambda d: d["links"][0].update(a="s1-3"), "'a' must be 'switch:port'"),
+        (lambda d: d["switches"].append(dict(d["switches"][0])), "switch 's1': defined twice"),
+        (lambda d: d["switches"][1].update(grpc_addr="127.0.0.1:50001"), "grpc_addr"),
+        (lambda d: d.update(hostz=[]), "unknown top-level keys: hostz"),
+        (lambda d: d["switches"][0].pop("device_id"), "switch 's1': missing 'device_id'"),
+        (lambda d: d["switches"][0].update(device_id="0"), "'device_id' has the wrong type"),
+    ],
+)
+def test_precise_errors(edit: Any, message: str) -> None:
+    with pytest.raises(TopologyError) as err:
+        parse(broken(edit))
+    assert message in str(err.value)
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(TopologyError, match="no such topology file"):
+        load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(TopologyError, match=r"bad\.json: not JSON"):
+        load(bad)
