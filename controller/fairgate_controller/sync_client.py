@@ -8,6 +8,7 @@ results back. The controller's own loop uses finsy's asyncio API directly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
@@ -107,6 +108,14 @@ class SyncSwitch:
         self.close()
 
     def _stop_loop(self) -> None:
+        async def drain() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            self._run(drain())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         self._loop.close()

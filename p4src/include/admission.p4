@@ -37,6 +37,8 @@ control SynAdmission(inout headers_t hdr,
     }
 
     apply {
+        /* The event index is taken before a drop: mark_to_drop rewrites egress_spec. */
+        bit<32> event_base = (bit<32>)standard_metadata.egress_spec << FG_SESSION_EVENT_BITS;
         bit<8> control_flags = hdr.tcp.flags
             & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN);
         bit<3> event = FG_EVENT_SYN_UNGATED;
@@ -60,8 +62,7 @@ control SynAdmission(inout headers_t hdr,
             counted = false;
         }
         if (counted) {
-            session_events.count(
-                ((bit<32>)standard_metadata.egress_spec << FG_SESSION_EVENT_BITS) | (bit<32>)event);
+            session_events.count(event_base | (bit<32>)event);
         }
     }
 }

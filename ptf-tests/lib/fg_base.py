@@ -15,7 +15,7 @@ compiled_dir.
 from __future__ import annotations
 
 import itertools
-import subprocess
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +26,10 @@ import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)  # route warnings in the namespace
+
 from fairgate_controller.sync_client import P4RuntimeError, SyncSwitch
+from fairgate_topo.switch_cli import SwitchCliError, run_switch_cli
 
 
 class FgTestBase(BaseTest):
@@ -139,17 +142,10 @@ class FgTestBase(BaseTest):
 
     # ---- BMv2 Thrift (what P4Runtime does not cover) -----------------------
     def switch_cli(self, commands: Iterable[str]) -> str:
-        text = "\n".join(commands) + "\n"
-        proc = subprocess.run(
-            ["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
-            input=text,
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        if proc.returncode != 0 or "Error" in proc.stdout:
-            raise AssertionError(f"simple_switch_CLI {text!r} failed: {proc.stdout}{proc.stderr}")
-        return proc.stdout
+        try:
+            return run_switch_cli(self.thrift_port, list(commands))
+        except SwitchCliError as exc:
+            raise AssertionError(str(exc)) from None
 
     def set_queue_rate(self, port: int, pps: int, depth: int | None = None) -> None:
         cmds = [f"set_queue_rate {pps} {port}"]
