@@ -4,7 +4,12 @@ For 1, 10 and 50 Mbit/s the sender agent (fixed mode) paces to a small sink in t
 namespace that timestamps arrivals (kernel receive + Python wake-up jitter included, so gap
 errors are an upper bound on the sender's) and acks every packet like the receiver agent.
 Reports the mean rate error (frames over the run) and the p50/p99 inter-packet gap error
-relative to the ideal gap. Writes results/bench/pacing.json.
+relative to the ideal gap.
+
+TCP over CM: a kernel TCP upload (``fairgate_hosts.apps.tcp_cm --rate``) paced with
+SO_MAX_PACING_RATE at 1/5/20/50 Mbit/s to ``fairgate_hosts.traffic.server``; goodput =
+tcpi_bytes_acked over the run after a 1 s warm-up (payload bytes, which is what the kernel's
+pacing counts). Writes results/bench/pacing.json (key ``tcp_over_cm`` for the TCP table).
 
 Run as root: ``PYTHONPATH=hosts:p4src python3 benchmarks/bench_pacing.py``.
 """
@@ -109,6 +114,61 @@ def measure(lab: VethPair, mbps: int, seconds: float, work: Path) -> dict[str, f
     }
 
 
+TCP_RATES_MBPS = (1, 5, 20, 50)
+
+
+def measure_tcp(lab: VethPair, mbps: int, seconds: float, work: Path) -> dict[str, float]:
+    port = 5300 + mbps
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'hosts'}:{ROOT / 'p4src'}")
+    server = lab.popen(
+        lab.ns_b,
+        ["-m", "fairgate_hosts.traffic.server", "--port", str(port), "--summary", os.devnull],
+        env=env,
+    )
+    log = work / f"tcp{mbps}.jsonl"
+    try:
+        time.sleep(0.5)
+        client = lab.popen(
+            lab.ns_a,
+            [
+                "-m",
+                "fairgate_hosts.apps.tcp_cm",
+                "--dst",
+                lab.addr_b,
+                "--port",
+                str(port),
+                "--rate",
+                str(mbps * 1000),
+                "--duration",
+                str(seconds + 1),
+                "--skip",
+                "1",
+                "--log",
+                str(log),
+            ],
+            env=env,
+        )
+        client.wait(seconds + 30)
+    finally:
+        lab.stop(server)
+    done = json.loads(log.read_text().splitlines()[-1])
+    flow = done["flows"][0]
+    goodput = flow["steady_goodput_kbps"] / 1000
+    return {
+        "set_mbps": mbps,
+        "goodput_mbps": round(goodput, 3),
+        "error_pct": round(100 * (goodput - mbps) / mbps, 2),
+        "retrans": flow["retrans"],
+        "seconds": done["steady_s"],
+    }
+
+
+def print_table(rows: list[dict[str, float]], cols: tuple[str, ...]) -> None:
+    print(" ".join(f"{c:>20}" for c in cols))
+    for r in rows:
+        print(" ".join(f"{r[c]!s:>20}" for c in cols))
+
+
 def main() -> int:
     reason = netns_unavailable_reason()
     if reason:
@@ -119,6 +179,7 @@ def main() -> int:
     with VethPair(prefix=f"fgb-{os.getpid()}") as lab, tempfile.TemporaryDirectory() as tmp:
         for mbps in RATES_MBPS:
             results.append(measure(lab, mbps, seconds, Path(tmp)))
+        tcp = [measure_tcp(lab, mbps, seconds, Path(tmp)) for mbps in TCP_RATES_MBPS]
     cols = (
         "rate_mbps",
         "measured_mbps",
@@ -129,9 +190,10 @@ def main() -> int:
         "p99_gap_error_us",
         "packets",
     )
-    print(" ".join(f"{c:>20}" for c in cols))
-    for r in results:
-        print(" ".join(f"{r[c]!s:>20}" for c in cols))
+    print("UDP sender agent pacing")
+    print_table(results, cols)
+    print("TCP over CM: SO_MAX_PACING_RATE, goodput vs set rate")
+    print_table(tcp, ("set_mbps", "goodput_mbps", "error_pct", "retrans", "seconds"))
     out = ROOT / "results" / "bench" / "pacing.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
@@ -141,6 +203,7 @@ def main() -> int:
                 "packet_bytes": PACKET_BYTES,
                 "frame_bytes": FRAME,
                 "results": results,
+                "tcp_over_cm": tcp,
             },
             indent=2,
         )

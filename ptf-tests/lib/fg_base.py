@@ -26,10 +26,10 @@ import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 
-logging.getLogger("scapy.runtime").setLevel(logging.ERROR)  # route warnings in the namespace
-
 from fairgate_controller.sync_client import P4RuntimeError, SyncSwitch
 from fairgate_topo.switch_cli import SwitchCliError, run_switch_cli
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)  # route warnings in the namespace
 
 
 class FgTestBase(BaseTest):

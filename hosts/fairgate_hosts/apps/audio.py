@@ -2,11 +2,24 @@
 
 The sender does not watch the network itself: it opens a CM flow, and on every
 ``change_rate`` callback switches to the highest layer not above the flow's rate.
+
+``python -m fairgate_hosts.apps.audio --dst 10.0.0.2 --duration 20 --log audio.jsonl``
+sends one frame every ``--frame-ms`` at the current layer through an in-process CM (see
+``cmhost.py``); ``--bulk N`` adds N bulk flows to the same macroflow (joining at
+``--bulk-join`` s) so the audio flow's share, and its layer, drops when they join.
 """
 
 from __future__ import annotations
 
+import argparse
+import time
 from dataclasses import dataclass, field
+from typing import Any
+
+from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
+from fairgate_hosts.apps.cmhost import CMHost, UdpFlow
+from fairgate_hosts.cm.core import CMConfig
+from fairgate_p4 import generated as g
 
 LAYERS_KBPS: tuple[int, ...] = (10, 20, 40, 80, 160, 320)
 
@@ -33,3 +46,167 @@ class LayeredAudio:
     def frame_bytes(self, frame_ms: float = 20.0) -> int:
         """Bytes of one audio frame at the current layer."""
         return max(1, int(self.layer_kbps * frame_ms / 8))
+
+
+@dataclass
+class AudioApp:
+    """The audio flow plus optional bulk flows joining the same macroflow."""
+
+    log: JsonlLog
+    frame_ms: float
+    bulk: int
+    bulk_join_s: float
+    interval_s: float
+    audio: LayeredAudio = field(default_factory=LayeredAudio)
+    start_us: int = field(default_factory=monotonic_us)
+    flow: UdpFlow | None = None
+    bulk_flows: list[UdpFlow] = field(default_factory=list)
+    backlog: int = 0  # requested, not yet granted
+    next_frame_us: int = 0
+    next_sample_us: int = 0
+    last_sent: int = 0
+    frames: int = 0
+    frames_skipped: int = 0
+    layer_time_us: dict[int, int] = field(default_factory=dict)
+    _layer_since_us: int = 0
+
+    def _t(self, now_us: int) -> float:
+        return round((now_us - self.start_us) / 1e6, 3)
+
+    def on_grant(self, host: CMHost, flow: UdpFlow, nbytes: int, now_us: int) -> None:
+        host.send(flow, nbytes, now_us)
+        if flow is self.flow:
+            self.backlog = max(0, self.backlog - nbytes)
+
+    def on_rate(self, host: CMHost, flow: UdpFlow, rate_Bps: float, now_us: int) -> None:
+        if flow is not self.flow:
+            return
+        old = self.audio.layer_kbps
+        self.audio.change_rate(rate_Bps)
+        if self.audio.layer_kbps != old:
+            self.layer_time_us[old] = self.layer_time_us.get(old, 0) + now_us - self._layer_since_us
+            self._layer_since_us = now_us
+        self.log.write(
+            {
+                "type": "layer",
+                "t_s": self._t(now_us),
+                "rate_kbps": round(rate_Bps * 8 / 1000, 2),
+                "layer_kbps": self.audio.layer_kbps,
+                "changed": self.audio.layer_kbps != old,
+            }
+        )
+
+    def on_timer(self, host: CMHost, now_us: int) -> None:
+        if self.flow is None:
+            self._layer_since_us = now_us
+            self.flow = host.open()
+            self.next_frame_us = now_us
+        t = (now_us - self.start_us) / 1e6
+        if len(self.bulk_flows) < self.bulk and t >= self.bulk_join_s:
+            for _ in range(self.bulk):
+                flow = host.open()
+                self.bulk_flows.append(flow)
+                host.request(flow, 1 << 40, self)
+        while now_us >= self.next_frame_us:
+            self.next_frame_us += int(self.frame_ms * 1000)
+            size = self.audio.frame_bytes(self.frame_ms)
+            # The CM's round robin grants a flow at most what it has queued per round: keep up
+            # to one MSS queued so a small-frame flow is not starved by bulk flows; beyond
+            # that the CM is behind, so drop the frame rather than queue it.
+            if self.backlog + size > max(2 * size, host.cfg.mss):
+                self.frames_skipped += 1
+                continue
+            self.frames += 1
+            self.backlog += size
+            host.request(self.flow, size, self)
+        if now_us >= self.next_sample_us:
+            sent = self.flow.sent_bytes
+            self.log.write(
+                {
+                    "type": "sample",
+                    "t_s": self._t(now_us),
+                    "layer_kbps": self.audio.layer_kbps,
+                    "share_kbps": round(self.flow.rate_Bps * 8 / 1000, 2),
+                    "sent_kbps": round((sent - self.last_sent) * 8 / self.interval_s / 1000, 2),
+                    "bulk_flows": len(self.bulk_flows),
+                }
+            )
+            self.last_sent = sent
+            self.next_sample_us = now_us + int(self.interval_s * 1e6)
+
+    def done(self, now_us: int) -> dict[str, Any]:
+        times = dict(self.layer_time_us)
+        layer = self.audio.layer_kbps
+        times[layer] = times.get(layer, 0) + now_us - self._layer_since_us
+        return {
+            "type": "done",
+            "t_s": self._t(now_us),
+            "frames": self.frames,
+            "frames_skipped": self.frames_skipped,
+            "sent_bytes": self.flow.sent_bytes if self.flow else 0,
+            "layer_changes": sum(
+                1
+                for a, b in zip(self.audio.history, self.audio.history[1:], strict=False)
+                if a[1] != b[1]
+            ),
+            "seconds_per_layer": {str(k): round(v / 1e6, 3) for k, v in sorted(times.items())},
+        }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m fairgate_hosts.apps.audio",
+        description="Layered audio over the Congestion Manager (paper 001, Fig. 10): on "
+        "every change_rate pick the highest of the layers not above the flow's CM rate.",
+    )
+    p.add_argument("--dst", required=True, help="receiver agent's IPv4 address")
+    p.add_argument("--port", type=int, default=g.FG_UDP_PORT, help="receiver agent's UDP port")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds")
+    p.add_argument(
+        "--layers",
+        default=",".join(map(str, LAYERS_KBPS)),
+        help="encodings, kbit/s (default 10,20,40,80,160,320)",
+    )
+    p.add_argument("--frame-ms", type=float, default=20.0, help="one frame every F ms")
+    p.add_argument("--bulk", type=int, default=0, help="bulk flows sharing the macroflow")
+    p.add_argument("--bulk-join", type=float, default=5.0, help="when they join, s")
+    p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
+    p.add_argument("--initial-rate", type=float, default=192.0, help="kbit/s")
+    p.add_argument("--max-rate", type=float, default=1000.0, help="macroflow cap, kbit/s")
+    p.add_argument("--mss", type=int, default=1200, help="bytes per grant")
+    p.add_argument("--log", default="-", help="JSONL output (default stdout)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    layers = tuple(sorted(int(x) for x in args.layers.split(",")))
+    cfg = CMConfig(
+        mss=args.mss,
+        initial_rate_Bps=args.initial_rate * 125.0,
+        max_rate_Bps=args.max_rate * 125.0,
+        burst_bytes=2 * args.mss,
+    )
+    log = JsonlLog(args.log)
+    log.write({"type": "agent", "agent": "audio", "wall_time": time.time(), "args": vars(args)})
+    host = CMHost(args.dst, args.port, cfg)
+    app = AudioApp(
+        log,
+        args.frame_ms,
+        args.bulk,
+        args.bulk_join,
+        args.interval,
+        audio=LayeredAudio(layers, layers[0]),
+    )
+    stop = StopFlag().install()
+    try:
+        host.run(app, args.duration, min(0.005, args.frame_ms / 4000), stop)
+        log.write(app.done(monotonic_us()) | {"cm": host.stats()})
+    finally:
+        host.close_all()
+        log.close()
+    return 1 if stop.stopped else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
