@@ -1,0 +1,21 @@
+"""Skips for the BMv2 suite: root and simple_switch_grpc."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = None
+    if os.geteuid() != 0:
+        reason = "needs root (sudo make test)"
+    elif shutil.which(os.environ.get("SWITCH", "simple_switch_grpc")) is None:
+        reason = "simple_switch_grpc not found: install p4lang's BMv2 (README)"
+    elif shutil.which("simple_switch_CLI") is None:
+        reason = "simple_switch_CLI not found: install p4lang's BMv2 (README)"
+    if reason:
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=reason))
