@@ -1,0 +1,154 @@
+"""Forwarding throughput of fairgate.p4 vs the plain forwarding pipeline
+(forward.p4) on the same BMv2 build, side by side in one run.
+
+A sender in a namespace blasts rate-header data packets into switch port 1
+for a few seconds; the packets that come out of port 2 over that time give
+each program's packets per second. Runs alternate between the programs and
+the median is reported. Needs root and simple_switch_grpc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import finsy as fy
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from fairgate_controller.sync_client import SyncSwitch
+from fairgate_p4 import artifacts
+from fairgate_p4 import generated as g
+from fairgate_p4.scapy_layer import FgRate
+from fairgate_topo.netns_switch import NetnsSwitch
+
+TOP = Path(__file__).resolve().parent.parent
+BLAST = Path(__file__).resolve().parent / "blast.py"
+SWITCH_MAC = "02:fa:00:00:00:01"
+
+
+def frame() -> bytes:
+    pkt = (
+        Ether(src="00:00:00:00:00:01", dst=SWITCH_MAC)
+        / IP(src="10.0.1.1", dst="10.0.2.2")
+        / UDP(sport=40000, dport=g.FG_UDP_PORT)
+        / FgRate(rate_kbps=50_000, rtt_us=20_000, seq=1)
+        / Raw(b"x" * 100)
+    )
+    return bytes(pkt)
+
+
+def configure(p4: SyncSwitch, program: str) -> None:
+    p4.insert(
+        fy.P4TableEntry(
+            "ipv4_routes",
+            match=fy.Match(dst_addr="10.0.2.0/24"),
+            action=fy.Action("forward", port=2, src_mac=SWITCH_MAC, dst_mac="00:00:00:00:00:02"),
+        )
+    )
+    if program != "fairgate":
+        return
+    # Every feature on the data packets' path: stamping, both histograms.
+    p4.insert(
+        fy.P4TableEntry(
+            "port_feedback",
+            match=fy.Match(egress_port=2),
+            action=fy.Action("set_port_feedback", fair_rate_kbps=10_000, congested=1),
+        )
+    )
+    for table, action, step in (
+        ("queue_buckets", "set_queue_bucket", 1),
+        ("rtt_buckets", "set_rtt_bucket", 5_000),
+    ):
+        p4.insert(
+            *[
+                fy.P4TableEntry(
+                    table,
+                    match=fy.Match({_key(table): f"{b * step}...{b * step + step - 1}"}),
+                    action=fy.Action(action, bucket=b),
+                    priority=1,
+                )
+                for b in range(31)
+            ]
+        )
+
+
+def _key(table: str) -> str:
+    return {"queue_buckets": "enq_qdepth", "rtt_buckets": "rtt_us"}[table]
+
+
+def one_run(program: str, seconds: float, log_dir: Path) -> dict[str, float]:
+    with NetnsSwitch(log_dir=log_dir / f"{program}-{time.monotonic_ns()}", ports=2) as sw:
+        with SyncSwitch(
+            sw.grpc_address,
+            artifacts.p4info_path(program),
+            artifacts.bmv2_json_path(program),
+            name=program,
+        ) as p4:
+            configure(p4, program)
+        rx0 = sw.rx_packets(2)
+        out = sw.run_in_ns(
+            [sys.executable, str(BLAST), sw.host_intf(1), frame().hex(), str(seconds)]
+        )
+        time.sleep(1.0)  # let the switch drain what it queued
+        rx1 = sw.rx_packets(2)
+    sent = int(out.stdout)
+    return {"offered_pps": sent / seconds, "forwarded_pps": (rx1 - rx0) / seconds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=TOP / "results" / "bench" / "pipeline.json")
+    args = parser.parse_args()
+    logging.getLogger("finsy").setLevel(logging.ERROR)  # "gNMI is not implemented" per connect
+    switch = os.environ.get("SWITCH", "simple_switch_grpc")
+    if os.geteuid() != 0 or shutil.which(switch) is None:
+        print(f"bench_pipeline: skipped: needs root and {switch} (README: P4 toolchain)")
+        return 0
+    runs: dict[str, list[dict[str, float]]] = {"forward": [], "fairgate": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.runs):
+            for program in runs:
+                runs[program].append(one_run(program, args.seconds, Path(tmp)))
+    med = {p: statistics.median(r["forwarded_pps"] for r in rs) for p, rs in runs.items()}
+    offered = {p: statistics.median(r["offered_pps"] for r in rs) for p, rs in runs.items()}
+    ratio = med["fairgate"] / med["forward"] if med["forward"] else 0.0
+    print(f"{'pipeline':<10} {'offered pps':>12} {'forwarded pps':>14}  runs")
+    for p in runs:
+        each = ", ".join(f"{r['forwarded_pps']:.0f}" for r in runs[p])
+        print(f"{p:<10} {offered[p]:>12.0f} {med[p]:>14.0f}  {each}")
+    print(f"ratio fairgate/forward: {ratio:.3f} (goal >= 0.85)")
+    if min(offered.values()) < 1.2 * max(med.values()):
+        print("note: the sender barely outpaced the switch; the figures may be sender-bound")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "pipeline",
+                "seconds_per_run": args.seconds,
+                "runs": runs,
+                "median_forwarded_pps": med,
+                "median_offered_pps": offered,
+                "ratio_fairgate_over_forward": ratio,
+                "switch": shutil.which(switch),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
