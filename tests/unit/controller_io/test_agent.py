@@ -215,3 +215,38 @@ def test_backup_controller_never_writes() -> None:
             assert all(eid == 20 for eid, _w in fake.writes)
 
     run(scenario())
+
+
+def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
+    """Per admission port, once a window has elapsed the session controller's
+    admit rate is written as the port's SYN meter (cir = pir), and only when
+    it changes."""
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        clock = Clock()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), clock, session="strategy1", session_window_s=1.0)
+            await agent.install(sw)
+            meter_id = fake.schema.meters[g.METER_SYN_METER].id
+            assert fake.meters[(meter_id, BOTTLENECK)] is None  # unconfigured: admit all
+            await agent.step(sw)
+            written = []
+            for i in range(1, 40):
+                clock.t += 0.5
+                base = BOTTLENECK << g.FG_SESSION_EVENT_BITS
+                fake.set_counter(
+                    g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_SYN_UNGATED, 100 * i, 0
+                )
+                fake.set_counter(g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_FIN, 20 * i, 0)
+                await agent.step(sw)
+                cfg = fake.meters[(meter_id, BOTTLENECK)]
+                if cfg is not None and (not written or written[-1] != cfg.pir):
+                    written.append(cfg.pir)
+                    assert cfg.cir == cfg.pir and cfg.pburst == agent.config.meter_burst
+            assert written, "no admit rate was ever written"
+            assert all(rate >= 1 for rate in written)  # the floor: never zero
+            rec = agent.recorder.latest[("s1", BOTTLENECK)]
+            assert "admit_fps" in rec
+
+    run(scenario())
