@@ -127,6 +127,7 @@ class SwitchAgent:
     prev_t: float = 0.0
     periods: int = 0
     resets: int = 0
+    errors: int = 0
 
     def __post_init__(self) -> None:
         self.ports = self.topo.switch_ports(self.spec.name)
@@ -148,11 +149,26 @@ class SwitchAgent:
                 sw.primary_id,
             )
             return
-        await self.install(sw)
+        installed = False
         self.prev = None
         while True:
             started = self.clock()
-            await self.step(sw)
+            try:
+                if not installed:
+                    await self.install(sw)
+                    installed = True
+                else:
+                    await self.step(sw)
+            except fy.P4ClientError as exc:
+                # Keep controlling: log what the switch refused, then reconcile the
+                # tables again next period (someone may have changed them) and
+                # re-baseline the counters.
+                self.errors += 1
+                installed = False
+                self.prev = None
+                LOG.error(
+                    "%s: P4Runtime request refused, retrying next period: %s", self.spec.name, exc
+                )
             await asyncio.sleep(max(0.0, self.period_s - (self.clock() - started)))
 
     async def install(self, sw: fy.Switch) -> None:

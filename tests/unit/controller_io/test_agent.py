@@ -4,6 +4,7 @@ it writes each period, how it resumes, and that a backup never writes."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -250,3 +251,37 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
             assert "admit_fps" in rec
 
     run(scenario())
+
+
+def test_refused_writes_are_logged_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    """A switch that refuses a write (here: our port_feedback entries were
+    deleted behind our back, so MODIFY fails NOT_FOUND) does not stop the
+    loop: the error is logged readably, the tables are reconciled again (the
+    entries come back) and the periods go on."""
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), time.monotonic, period_s=0.05)
+            task = asyncio.create_task(agent.ready(sw))
+            for _ in range(100):
+                await asyncio.sleep(0.02)
+                if agent.periods >= 2:
+                    break
+            for key in [
+                k
+                for k, e in fake.entries.items()
+                if e.table_id == fake.schema.tables[g.TABLE_PORT_FEEDBACK].id
+            ]:
+                del fake.entries[key]
+            for _ in range(100):
+                await asyncio.sleep(0.02)
+                if agent.errors >= 1 and agent.periods >= 5:
+                    break
+            task.cancel()
+            assert agent.errors == 1 and agent.periods >= 5
+            assert sorted(feedback(fake)) == [1, 2, 3]
+
+    with caplog.at_level("ERROR", logger="fairgate.controller"):
+        run(scenario())
+    assert "P4Runtime request refused" in caplog.text
