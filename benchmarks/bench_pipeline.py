@@ -87,7 +87,9 @@ def _key(table: str) -> str:
 
 
 def one_run(program: str, seconds: float, log_dir: Path) -> dict[str, float]:
-    with NetnsSwitch(log_dir=log_dir / f"{program}-{time.monotonic_ns()}", ports=2) as sw:
+    # The switch and the sender get a core each, so that they do not fight
+    # over one (the machine has two).
+    with NetnsSwitch(log_dir=log_dir / f"{program}-{time.monotonic_ns()}", ports=2, cpus="1") as sw:
         with SyncSwitch(
             sw.grpc_address,
             artifacts.p4info_path(program),
@@ -129,6 +131,7 @@ def main() -> int:
         each = ", ".join(f"{r['forwarded_pps']:.0f}" for r in runs[p])
         print(f"{p:<10} {offered[p]:>12.0f} {med[p]:>14.0f}  {each}")
     print(f"ratio fairgate/forward: {ratio:.3f} (goal >= 0.85)")
+    print(f"load average during the runs: {os.getloadavg()[0]:.2f} (other work skews the figures)")
     if min(offered.values()) < 1.2 * max(med.values()):
         print("note: the sender barely outpaced the switch; the figures may be sender-bound")
     args.out.parent.mkdir(parents=True, exist_ok=True)

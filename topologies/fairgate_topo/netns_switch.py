@@ -37,6 +37,7 @@ class NetnsSwitch:
     grpc_port: int = field(default_factory=free_tcp_port)
     thrift_port: int = field(default_factory=free_tcp_port)
     start_timeout_s: float = 15.0
+    cpus: str | None = None  # e.g. "1": pin the switch with taskset (benchmarks)
     proc: subprocess.Popen[bytes] | None = None
     _created: list[str] = field(default_factory=list)
 
@@ -102,6 +103,8 @@ class NetnsSwitch:
         for i in range(1, self.ports + 1):
             cmd += ["-i", f"{i}@{self.switch_intf(i)}"]
         cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", "255"]
+        if self.cpus is not None:
+            cmd = ["taskset", "-c", self.cpus, *cmd]
         log = open(self.log_dir / "switch.log", "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
