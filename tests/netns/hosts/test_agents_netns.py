@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,23 +10,16 @@ import pytest
 
 from fairgate_hosts.netns import VethPair, netns_unavailable_reason
 
-ROOT = Path(__file__).resolve().parents[3]
+from .common import ENV, records, veth_lab
+
 REASON = netns_unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
-ENV = dict(os.environ, PYTHONPATH=f"{ROOT / 'hosts'}:{ROOT / 'p4src'}")
 
 
 @pytest.fixture
 def lab() -> Iterator[VethPair]:
-    pair = VethPair(prefix=f"fgh-{os.getpid()}")
-    with pair:
+    with veth_lab("fgh") as pair:
         yield pair
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert pair.ns_a not in out and pair.ns_b not in out
-
-
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def run_pair(
