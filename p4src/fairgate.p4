@@ -1,9 +1,11 @@
 /* fairgate.p4: the FairGate pipeline.
  *
- * ingress: sanity checks -> IPv4 routing -> L4 classification -> SYN
- *          admission -> arrival counters -> anomaly counter
- * egress:  departure, queue-depth and RTT telemetry -> rate feedback
- *          (min-stamping, congestion flag)
+ * ingress: sanity checks -> IPv4 routing -> L4 classification -> FICCRD
+ *          roles and RD turnaround -> SYN admission -> arrival counters ->
+ *          anomaly counter
+ * egress:  departure, queue-depth and RTT telemetry -> FICCRD (RD emission,
+ *          core MAPR/ER, RD consumption, receive-window rewriting) -> rate
+ *          feedback (min-stamping, congestion flag)
  * Each feature lives in its own include; docs/data-plane.md walks through
  * them and docs/hardware.md maps them onto switch hardware. */
 #include <core.p4>
@@ -17,6 +19,7 @@
 #include "include/admission.p4"
 #include "include/telemetry.p4"
 #include "include/rate_feedback.p4"
+#include "include/ficcrd.p4"
 
 control FgIngress(inout headers_t hdr,
                   inout metadata_t meta,
@@ -27,10 +30,13 @@ control FgIngress(inout headers_t hdr,
     SynAdmission() admission;
     ArrivalTelemetry() arrivals;
     AnomalyCount() anomalies;
+    FiccrdArrival() ficcrd_arrival;
+    FiccrdIngress() ficcrd;
 
     apply {
         sanity.apply(hdr, meta, standard_metadata);
         if (meta.dropped == 0) {
+            ficcrd_arrival.apply(hdr, meta);
             routing.apply(hdr, meta, standard_metadata);
         }
         if (meta.dropped == 0) {
@@ -38,6 +44,9 @@ control FgIngress(inout headers_t hdr,
         }
         if (meta.dropped == 0) {
             if (standard_metadata.egress_spec < FG_MAX_PORTS) {
+                if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
+                    ficcrd.apply(hdr, meta, standard_metadata);
+                }
                 if (hdr.tcp.isValid()) {
                     admission.apply(hdr, meta, standard_metadata);
                 }
@@ -56,11 +65,19 @@ control FgEgress(inout headers_t hdr,
                  inout metadata_t meta,
                  inout standard_metadata_t standard_metadata) {
     DepartureTelemetry() departures;
+    FiccrdEgress() ficcrd;
     RateFeedback() feedback;
 
     apply {
         if (standard_metadata.egress_port < FG_MAX_PORTS) {
-            departures.apply(hdr, meta, standard_metadata);
+            /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
+            if (standard_metadata.instance_type != FG_INSTANCE_E2E_CLONE) {
+                departures.apply(hdr, meta, standard_metadata);
+            }
+            /* TCP segments, RDs and RD clones (clones of TCP segments). */
+            if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
+                ficcrd.apply(hdr, meta, standard_metadata);
+            }
         }
         feedback.apply(hdr, meta, standard_metadata);
     }

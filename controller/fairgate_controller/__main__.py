@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from fairgate_controller.agent import ControlConfig
+from fairgate_controller.ficcrd import FiccrdConfig
 from fairgate_controller.topology import TopologyError, load
 
 DESCRIPTION = """\
@@ -89,6 +90,26 @@ def parser() -> argparse.ArgumentParser:
         help="never advertise less than this many kbit/s (default: 8)",
     )
     p.add_argument(
+        "--ficcrd",
+        action="store_true",
+        help="enable FICCRD: resource discovery at edge ports, MAPR/DPF at core queues and "
+        "receive-window rewriting for unmodified TCP (docs/ficcrd.md)",
+    )
+    p.add_argument(
+        "--ficcrd-k",
+        type=int,
+        default=8,
+        metavar="K",
+        help="FICCRD: one resource-discovery packet per K packets of a flow (default: 8)",
+    )
+    p.add_argument(
+        "--ficcrd-core",
+        choices=["links", "all"],
+        default="links",
+        help="FICCRD: core queues on switch-to-switch links only, or on every port "
+        "(default: links)",
+    )
+    p.add_argument(
         "--election-id",
         type=int,
         default=10,
@@ -138,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             session_window_s=args.session_window,
             q_ref_pkts=args.q_ref,
             min_rate_kbps=args.min_rate,
+            ficcrd=FiccrdConfig(rd_interval=args.ficcrd_k, core=args.ficcrd_core)
+            if args.ficcrd
+            else None,
         )
     except (TopologyError, ValueError) as exc:
         print(f"fairgate_controller: {exc}", file=sys.stderr)

@@ -28,6 +28,7 @@ import finsy as fy
 from finsy.proto import p4r
 
 from fairgate_controller import entities as ent
+from fairgate_controller import ficcrd as fc
 from fairgate_controller.algorithms import (
     LestasController,
     QfcpController,
@@ -75,6 +76,7 @@ class ControlConfig:
     min_rate_kbps: int = 8
     q_ref_pkts: float = 10.0
     meter_burst: int = ent.METER_BURST_DEFAULT
+    ficcrd: fc.FiccrdConfig | None = None  # FICCRD roles, k, DPF tables (off by default)
 
     def __post_init__(self) -> None:
         if self.period_s is not None and not self.period_s > 0:
@@ -137,6 +139,9 @@ class SwitchAgent:
         self.rbuckets = rtt_buckets()
         self.windows = {p.port: _SessionWindow() for p in self.ports if p.admission}
         self.period_s = self.config.period_s or self.config.period_max_s
+        ficcrd = self.config.ficcrd
+        self.owned_tables = OWNED_TABLES + (fc.TABLES if ficcrd else ())
+        self.counters = COUNTERS + (fc.COUNTERS if ficcrd else ())
 
     # ---- connection ----------------------------------------------------------
     async def ready(self, sw: fy.Switch) -> None:
@@ -172,19 +177,27 @@ class SwitchAgent:
             await asyncio.sleep(max(0.0, self.period_s - (self.clock() - started)))
 
     async def install(self, sw: fy.Switch) -> None:
-        current = [e async for e in sw.read([fy.P4TableEntry(t) for t in OWNED_TABLES])]
+        current = [e async for e in sw.read([fy.P4TableEntry(t) for t in self.owned_tables])]
         self._seed_from_switch(current)
-        self._ensure_controllers()
+        self.ensure_controllers()
         desired: list[Any] = [ent.route_entry(r) for r in self.routes]
         desired += ent.bucket_entries(g.TABLE_QUEUE_BUCKETS, self.qbuckets)
         desired += ent.bucket_entries(g.TABLE_RTT_BUCKETS, self.rbuckets)
         desired += [ent.admission_entry(port) for port in self.windows]
         if self.config.algo != "none":
             desired += [ent.feedback_entry(p, kbps, c) for p, (kbps, c) in self.feedback.items()]
+        if self.config.ficcrd is not None:
+            desired += fc.table_entries(self.topo, self.spec.name, self.config.ficcrd)
         inserts, modifies, deletes = ent.reconcile(desired, current, sw.p4info)
         await sw.delete(deletes)
         await sw.modify(modifies)
         await sw.insert(inserts)
+        if self.config.ficcrd is not None:
+            for session in fc.clone_sessions(self.topo, self.spec.name):
+                try:
+                    await sw.insert([session])
+                except fy.P4ClientError:  # already there (controller restart)
+                    await sw.modify([session])
         meters = [
             ent.meter_entry(p, self.admit.get(p), self.config.meter_burst) for p in self.windows
         ]
@@ -214,7 +227,9 @@ class SwitchAgent:
                 {p: k for p, (k, _c) in sorted(self.feedback.items())},
             )
 
-    def _ensure_controllers(self) -> None:
+    def ensure_controllers(self) -> None:
+        """Create the per-port rate and session controllers (seeded from the
+        rates known so far); install() calls it, a simulator can too."""
         for port in self.ports:
             if port.port not in self.rate_ctl:
                 seeded = self.feedback.get(port.port)
@@ -237,14 +252,14 @@ class SwitchAgent:
         benchmarks/bench_control_loop.py); the raw protobuf path below reads the
         same response directly. finsy is pinned, so its private client is stable
         for us; without it we fall back to the public API."""
-        snap: Snapshot = {name: {} for name in COUNTERS}
+        snap: Snapshot = {name: {} for name in self.counters}
         client = getattr(sw, "_p4client", None)
         if client is None or not hasattr(client, "request_iter"):
-            async for e in sw.read([fy.P4CounterEntry(name) for name in COUNTERS]):
+            async for e in sw.read([fy.P4CounterEntry(name) for name in self.counters]):
                 if e.index is not None:
                     snap[e.counter_id][e.index] = (e.packet_count, e.byte_count)
             return snap
-        names = {sw.p4info.counters[name].id: name for name in COUNTERS}
+        names = {sw.p4info.counters[name].id: name for name in self.counters}
         request = p4r.ReadRequest(
             device_id=sw.device_id,
             entities=[p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=cid)) for cid in names],
@@ -311,6 +326,8 @@ class SwitchAgent:
                 "fins": m.fins,
                 "rsts": m.rsts,
             }
+            if self.config.ficcrd is not None:
+                record.update(fc.port_events(delta, port.port))
             ctl = self.rate_ctl.get(port.port)
             if ctl is not None:
                 d = ctl.update(m)

@@ -35,6 +35,33 @@ FG_EVENT_SYN_DROPPED = 1
 FG_EVENT_SYN_UNGATED = 2
 FG_EVENT_FIN = 3
 FG_EVENT_RST = 4
+FG_RD_HEADER_BYTES = 8
+FG_FICCRD_FLOWS = 1024
+FG_FICCRD_FLOW_MASK = 0x3ff
+FG_FICCRD_WINDOW_SHIFT = 16
+FG_DPF_SHIFT = 10
+FG_DPF_ONE = 1024
+FG_FICCRD_MIN_WINDOW = 2920
+FG_TCP_MAX_WSCALE = 14
+FG_TCP_OPTION_BYTES = 40
+FG_TCP_OPTION_WSCALE = 3
+FG_RD_SESSION_BASE = 64
+FG_RD_FIELD_LIST = 1
+FG_FICCRD_EVENT_BITS = 3
+FG_FICCRD_EVENT_ENTRIES = 128
+FG_EDGE_RD_EMITTED = 0
+FG_EDGE_RD_TURNED = 1
+FG_EDGE_RD_CONSUMED = 2
+FG_EDGE_RD_STALE = 3
+FG_EDGE_WINDOW_REWRITTEN = 4
+FG_EDGE_WSCALE_LEARNED = 5
+FG_EDGE_FLOW_STARTED = 6
+FG_CORE_MAPR_UPDATED = 0
+FG_CORE_MAPR_HELD = 1
+FG_CORE_APR_UNKNOWN = 2
+FG_CORE_ER_LOWERED = 3
+FG_CORE_ER_KEPT = 4
+FG_CORE_MAPR_UNKNOWN = 5
 FG_METER_GREEN = 0
 FG_METER_YELLOW = 1
 FG_METER_RED = 2
@@ -55,6 +82,7 @@ FG_ANOMALY_L4_TRUNCATED = 13
 FG_ANOMALY_IPV4_OPTIONS = 14
 FG_ANOMALY_FG_RATE_UNLIMITED = 15
 FG_ANOMALY_PORT_NOT_COUNTED = 16
+FG_ANOMALY_FG_RD_TRUNCATED = 17
 FG_ANOMALY_ENTRIES = 32
 
 # header type -> ((field, bit width), ...) in wire order; a negative width
@@ -112,16 +140,31 @@ HEADER_LAYOUTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("rtt_us", 32),
         ("rate_kbps", 32),
     ),
+    "tcp_opt_byte_t": (
+        ("value", 8),
+    ),
+    "fg_rd_t": (
+        ("flow_key", 32),
+        ("apr_kbps", 32),
+    ),
 }
 
 # P4Runtime names (tables, actions, counters, meters) of fairgate.p4.
+ACTION_BUILD_RD = "build_rd"
 ACTION_DROP_NO_ROUTE = "drop_no_route"
 ACTION_FORWARD = "forward"
 ACTION_GATE_SYNS = "gate_syns"
 ACTION_NOACTION = "NoAction"
+ACTION_REWRITE_WINDOW = "rewrite_window"
+ACTION_SET_DPF = "set_dpf"
+ACTION_SET_EDGE_PORT = "set_edge_port"
 ACTION_SET_PORT_FEEDBACK = "set_port_feedback"
 ACTION_SET_QUEUE_BUCKET = "set_queue_bucket"
 ACTION_SET_RTT_BUCKET = "set_rtt_bucket"
+ACTION_SET_SOURCE_PORT = "set_source_port"
+ACTION_TURN_RD = "turn_rd"
+COUNTER_FICCRD_CORE_EVENTS = "ficcrd_core_events"
+COUNTER_FICCRD_EDGE_EVENTS = "ficcrd_edge_events"
 COUNTER_INPUT_ANOMALIES = "input_anomalies"
 COUNTER_PORT_ARRIVALS = "port_arrivals"
 COUNTER_PORT_DEPARTURES = "port_departures"
@@ -130,6 +173,9 @@ COUNTER_RTT_HIST = "rtt_hist"
 COUNTER_SESSION_EVENTS = "session_events"
 METER_SYN_METER = "syn_meter"
 TABLE_ADMISSION_PORTS = "admission_ports"
+TABLE_FICCRD_DPF = "ficcrd_dpf"
+TABLE_FICCRD_EDGES = "ficcrd_edges"
+TABLE_FICCRD_SOURCES = "ficcrd_sources"
 TABLE_IPV4_ROUTES = "ipv4_routes"
 TABLE_PORT_FEEDBACK = "port_feedback"
 TABLE_QUEUE_BUCKETS = "queue_buckets"

@@ -30,5 +30,14 @@ class FgRate(Packet):
     fields_desc = [_field(name, width) for name, width in g.HEADER_LAYOUTS["fg_rate_t"]]
 
 
+class FgRd(Packet):
+    """FICCRD's RD extension (fg_rd_t), after FgRate on RD kinds."""
+
+    name = "FairGateRD"
+    fields_desc = [_BY_WIDTH[width](name, 0) for name, width in g.HEADER_LAYOUTS["fg_rd_t"]]
+
+
 bind_layers(UDP, FgRate, dport=g.FG_UDP_PORT)
 bind_layers(UDP, FgRate, sport=g.FG_UDP_PORT)
+bind_layers(FgRate, FgRd, kind=g.FG_KIND_RD_FORWARD)
+bind_layers(FgRate, FgRd, kind=g.FG_KIND_RD_BACKWARD)

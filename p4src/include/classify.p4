@@ -12,6 +12,8 @@
  *   kind 0 or > FG_KIND_MAX          -> forwarded unchanged, FG_ANOMALY_FG_BAD_KIND
  *   data with rate 0                 -> forwarded unchanged, FG_ANOMALY_FG_RATE_ZERO
  *   data with rate all-ones          -> stamped as usual, FG_ANOMALY_FG_RATE_UNLIMITED
+ *   RD kind without room for fg_rd_t
+ *   (parser or UDP length)           -> forwarded unchanged, FG_ANOMALY_FG_RD_TRUNCATED
  * A drop reason always wins; among informational reasons the later check wins.
  */
 #ifndef FG_CLASSIFY_P4
@@ -62,6 +64,10 @@ control L4Classify(inout headers_t hdr,
                 note(FG_ANOMALY_FG_BAD_KIND);
             } else if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == 0) {
                 note(FG_ANOMALY_FG_RATE_ZERO);
+            } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
+                       && (!hdr.fg_rd.isValid()
+                           || hdr.udp.length < 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES)) {
+                note(FG_ANOMALY_FG_RD_TRUNCATED);
             } else {
                 meta.fg_stampable = 1;
                 if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {

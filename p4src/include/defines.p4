@@ -54,6 +54,47 @@
 #define FG_EVENT_FIN 3
 #define FG_EVENT_RST 4
 
+/* ---- FICCRD (see ficcrd.p4 and docs/ficcrd.md) ---- */
+/* Size of fg_rd_t, the RD extension that follows fg_rate_t on RD kinds. */
+#define FG_RD_HEADER_BYTES 8
+/* Per-flow state at the edge: FG_FICCRD_FLOWS slots, index = flow key & (FG_FICCRD_FLOWS - 1). */
+#define FG_FICCRD_FLOWS 1024
+#define FG_FICCRD_FLOW_MASK 0x3ff
+/* Arrival-rate window: 2^16 us = 65.536 ms; kbit/s = bytes * 125 >> 10 (exact: 8000 / 65536). */
+#define FG_FICCRD_WINDOW_SHIFT 16
+/* DPF fixed point: unsigned Q6.10, FG_DPF_ONE = 1.0. */
+#define FG_DPF_SHIFT 10
+#define FG_DPF_ONE 1024
+/* Receive-window floor after rewriting, bytes (two 1460-byte segments). */
+#define FG_FICCRD_MIN_WINDOW 2920
+/* Largest TCP window scale shift (RFC 7323). */
+#define FG_TCP_MAX_WSCALE 14
+/* TCP options parsed on SYNs: at most 40 bytes. */
+#define FG_TCP_OPTION_BYTES 40
+#define FG_TCP_OPTION_WSCALE 3
+/* RD packets leave through clone session FG_RD_SESSION_BASE + egress port. */
+#define FG_RD_SESSION_BASE 64
+/* Clone field list (v1model @field_list) carried into the RD clone. */
+#define FG_RD_FIELD_LIST 1
+/* Event counters: index = port << FG_FICCRD_EVENT_BITS | event. */
+#define FG_FICCRD_EVENT_BITS 3
+#define FG_FICCRD_EVENT_ENTRIES 128
+/* ficcrd_edge_events (port: the edge port, or the port an emitted RD leaves by) */
+#define FG_EDGE_RD_EMITTED 0
+#define FG_EDGE_RD_TURNED 1
+#define FG_EDGE_RD_CONSUMED 2
+#define FG_EDGE_RD_STALE 3
+#define FG_EDGE_WINDOW_REWRITTEN 4
+#define FG_EDGE_WSCALE_LEARNED 5
+#define FG_EDGE_FLOW_STARTED 6
+/* ficcrd_core_events (port: the output queue whose MAPR/DPF applied) */
+#define FG_CORE_MAPR_UPDATED 0
+#define FG_CORE_MAPR_HELD 1
+#define FG_CORE_APR_UNKNOWN 2
+#define FG_CORE_ER_LOWERED 3
+#define FG_CORE_ER_KEPT 4
+#define FG_CORE_MAPR_UNKNOWN 5
+
 /* ---- Meter colours (v1model) ---- */
 #define FG_METER_GREEN 0
 #define FG_METER_YELLOW 1
@@ -80,6 +121,8 @@
 #define FG_ANOMALY_IPV4_OPTIONS 14
 #define FG_ANOMALY_FG_RATE_UNLIMITED 15
 #define FG_ANOMALY_PORT_NOT_COUNTED 16
+/* forwarded unchanged, not processed: an RD kind without room for fg_rd_t (see ficcrd.p4) */
+#define FG_ANOMALY_FG_RD_TRUNCATED 17
 #define FG_ANOMALY_ENTRIES 32
 
 #endif

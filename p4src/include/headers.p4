@@ -85,13 +85,37 @@ header fg_rate_t {
     bit<32> rate_kbps;
 }
 
+/* One byte of TCP options. Options are parsed (one byte each, into a stack,
+ * so that they are re-emitted in order) only on SYN segments, where the
+ * window scale option lives; on every other segment they stay payload. */
+header tcp_opt_byte_t {
+    bit<8> value;
+}
+
+/*
+ * FICCRD resource-discovery extension: FG_RD_HEADER_BYTES (8) bytes right
+ * after fg_rate_t when kind is FG_KIND_RD_FORWARD or FG_KIND_RD_BACKWARD.
+ * The RD also uses fg_rate_t: ts_us = source edge clock at emission,
+ * rate_kbps = ER (all-ones = no limit yet), rtt_us = the flow's last RD RTT.
+ *
+ *   flow_key    32-bit hash of the flow's 5-tuple at the source edge; its low
+ *               bits index the edge's per-flow state, the whole key guards it
+ *   apr_kbps    the flow's arrival rate at the source edge, kbit/s
+ */
+header fg_rd_t {
+    bit<32> flow_key;
+    bit<32> apr_kbps;
+}
+
 struct headers_t {
     ethernet_t     ethernet;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
     tcp_t          tcp;
+    tcp_opt_byte_t[FG_TCP_OPTION_BYTES] tcp_opts;
     udp_t          udp;
     fg_rate_t      fg;
+    fg_rd_t        fg_rd;
 }
 
 struct metadata_t {
@@ -111,6 +135,34 @@ struct metadata_t {
     bit<8>  rtt_bucket;
     /* SYN gating. */
     bit<2>  syn_color;
+    /* TCP option parsing (SYNs only): bytes left in the options, bytes left
+     * in the current option, and the window scale shift found (0 = none). */
+    bit<8>  tcp_opt_left;
+    bit<8>  tcp_opt_body;
+    bit<8>  tcp_wscale;
+    bit<1>  tcp_wscale_seen;
+    /* FICCRD (ficcrd.p4). Ingress decisions handed to egress: */
+    bit<1>  fc_source;          /* arrived on a source port: classify the TCP flow */
+    bit<16> fc_rd_interval;     /* k: one RD every k packets of a flow (0 = none) */
+    bit<1>  fc_edge;            /* leaves by an edge port: rewrite ACKs, consume RD */
+    bit<32> fc_rtt_min_us;      /* lower bound of the RTT in ER x RTT */
+    bit<9>  fc_edge_port;       /* the edge port (also for a turned-around RD) */
+    bit<1>  fc_rd_valid;        /* a well-formed RD */
+    bit<1>  fc_turned;          /* a forward RD turned around here */
+    bit<1>  fc_consume;         /* a backward RD that ends here */
+    bit<9>  fc_queue_port;      /* output queue whose MAPR/DPF an RD uses */
+    bit<48> fc_prev_mac;        /* source MAC on arrival (turnaround) */
+    /* Carried into the RD clone (egress to egress). */
+    @field_list(FG_RD_FIELD_LIST)
+    bit<32> fc_flow_key;
+    @field_list(FG_RD_FIELD_LIST)
+    bit<32> fc_apr_kbps;
+    @field_list(FG_RD_FIELD_LIST)
+    bit<32> fc_rtt_us;
+    /* Core. */
+    bit<16> fc_dpf;
+    bit<1>  fc_above_q0;
+    bit<32> fc_queue_depth;
 }
 
 #endif

@@ -6,7 +6,11 @@
  *  - IPv4 options (ihl 6..15) are extracted as one varbit and re-emitted as is;
  *  - non-first fragments (frag_offset != 0) get no L4 parsing;
  *  - UDP to or from FG_UDP_PORT carries the rate header; a payload too short
- *    for it stops the parser with PacketTooShort and the bytes stay payload.
+ *    for it stops the parser with PacketTooShort and the bytes stay payload;
+ *    RD kinds carry fg_rd_t after it (too short: fg_rd stays invalid);
+ *  - TCP options are parsed only on SYN segments (window scale), one byte at
+ *    a time into tcp_opts so that they are re-emitted unchanged; the walk is
+ *    bounded by the data offset, so a bogus option length cannot run past it.
  * v1model does not drop on a parser error: ingress sees parser_error and
  * forwards the packet unchanged (see sanity.p4).
  */
@@ -53,7 +57,97 @@ parser FgParser(packet_in pkt,
 
     state parse_tcp {
         pkt.extract(hdr.tcp);
-        transition accept;
+        meta.tcp_opt_left = ((bit<8>)hdr.tcp.data_offset - 5) << 2;
+        transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.data_offset) {
+            (TCP_FLAG_SYN, 4w0 &&& 4w0xc): accept;  /* data offset 0..3: malformed */
+            (TCP_FLAG_SYN, 4w4): accept;            /* 4: malformed */
+            (TCP_FLAG_SYN, 4w5): accept;            /* no options */
+            (TCP_FLAG_SYN, _): parse_tcp_option;
+            default: accept;
+        }
+    }
+
+    /* At the start of an option. */
+    state parse_tcp_option {
+        transition select(meta.tcp_opt_left) {
+            0: accept;
+            default: parse_tcp_option_kind;
+        }
+    }
+
+    state parse_tcp_option_kind {
+        pkt.extract(hdr.tcp_opts.next);
+        meta.tcp_opt_left = meta.tcp_opt_left - 1;
+        transition select(hdr.tcp_opts.last.value) {
+            0: parse_tcp_option_rest;   /* end of list: the rest is padding */
+            1: parse_tcp_option;        /* no-op */
+            default: parse_tcp_option_length;
+        }
+    }
+
+    state parse_tcp_option_length {
+        transition select(meta.tcp_opt_left) {
+            0: accept;
+            default: parse_tcp_option_length_byte;
+        }
+    }
+
+    state parse_tcp_option_length_byte {
+        bit<8> kind = hdr.tcp_opts.last.value;
+        pkt.extract(hdr.tcp_opts.next);
+        meta.tcp_opt_left = meta.tcp_opt_left - 1;
+        /* a length below 2 wraps to a huge body: the walk stops at tcp_opt_left */
+        meta.tcp_opt_body = hdr.tcp_opts.last.value - 2;
+        transition select(kind, hdr.tcp_opts.last.value) {
+            (FG_TCP_OPTION_WSCALE, 3): parse_tcp_option_wscale;
+            default: parse_tcp_option_body;
+        }
+    }
+
+    state parse_tcp_option_wscale {
+        transition select(meta.tcp_opt_left) {
+            0: accept;
+            default: parse_tcp_option_wscale_byte;
+        }
+    }
+
+    state parse_tcp_option_wscale_byte {
+        pkt.extract(hdr.tcp_opts.next);
+        meta.tcp_opt_left = meta.tcp_opt_left - 1;
+        meta.tcp_opt_body = 0;
+        meta.tcp_wscale = hdr.tcp_opts.last.value;
+        meta.tcp_wscale_seen = 1;
+        transition parse_tcp_option;
+    }
+
+    /* Skip (extract) the remaining bytes of the current option. */
+    state parse_tcp_option_body {
+        transition select(meta.tcp_opt_body, meta.tcp_opt_left) {
+            (_, 0): accept;
+            (0, _): parse_tcp_option;
+            default: parse_tcp_option_body_byte;
+        }
+    }
+
+    state parse_tcp_option_body_byte {
+        pkt.extract(hdr.tcp_opts.next);
+        meta.tcp_opt_left = meta.tcp_opt_left - 1;
+        meta.tcp_opt_body = meta.tcp_opt_body - 1;
+        transition parse_tcp_option_body;
+    }
+
+    /* After end-of-list: padding up to the data offset. */
+    state parse_tcp_option_rest {
+        transition select(meta.tcp_opt_left) {
+            0: accept;
+            default: parse_tcp_option_rest_byte;
+        }
+    }
+
+    state parse_tcp_option_rest_byte {
+        pkt.extract(hdr.tcp_opts.next);
+        meta.tcp_opt_left = meta.tcp_opt_left - 1;
+        transition parse_tcp_option_rest;
     }
 
     state parse_udp {
@@ -67,6 +161,15 @@ parser FgParser(packet_in pkt,
 
     state parse_fg {
         pkt.extract(hdr.fg);
+        transition select(hdr.fg.kind) {
+            FG_KIND_RD_FORWARD: parse_fg_rd;
+            FG_KIND_RD_BACKWARD: parse_fg_rd;
+            default: accept;
+        }
+    }
+
+    state parse_fg_rd {
+        pkt.extract(hdr.fg_rd);
         transition accept;
     }
 }
@@ -99,7 +202,7 @@ control FgComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol,
               hdr.udp.length,
               hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length,
-              hdr.fg },
+              hdr.fg, hdr.fg_rd },
             hdr.udp.checksum, HashAlgorithm.csum16);
     }
 }
@@ -110,8 +213,10 @@ control FgDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv4_options);
         pkt.emit(hdr.tcp);
+        pkt.emit(hdr.tcp_opts);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.fg);
+        pkt.emit(hdr.fg_rd);
     }
 }
 
