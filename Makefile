@@ -8,13 +8,17 @@ PY       := $(VENV)/bin/python
 PROGRAMS := forward fairgate
 BUILD    := build
 TEST     ?=
+EXP      ?=
+ALGO     ?= all
+SMOKE    ?=
+SCALE    ?= lab
 STAMP    := $(VENV)/.fairgate-deps
 
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lint bench clean
+.PHONY: help deps build test test-unit test-ptf test-mininet lab sim lint bench clean
 
 help:
 	@echo "FairGate make targets"
@@ -25,8 +29,12 @@ help:
 	@echo "  make test-mininet  Mininet end-to-end tests"
 	@echo "  make build         compile p4src/*.p4 with p4c --Werror into $(BUILD)/ and refresh"
 	@echo "                     the committed p4src/compiled/ and p4src/fairgate_p4/generated.py"
+	@echo "  make lab EXP=name  run a lab scenario on BMv2 in Mininet [ALGO=qfcp,rcp|all] [SMOKE=1];"
+	@echo "                     results/<name>/<run-id>/ (docs/labs.md lists the scenarios)"
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
+	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b]"
+	@echo "                     (two-bottleneck, qfcp-convergence); writes results/sim/<name>-<scale>/"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
 
@@ -60,6 +68,20 @@ test-ptf: $(STAMP)
 test-mininet: $(STAMP)
 	$(PY) scripts/run_tests.py --suite mininet
 
+# Without BMv2 a lab runs in the packet-level simulator instead, and says so.
+lab: $(STAMP)
+	@test -n "$(EXP)" || { echo "make lab: say which scenario, e.g. make lab EXP=two-bottleneck (docs/labs.md)"; exit 2; }
+	@if command -v $(SWITCH) >/dev/null; then \
+	  $(PY) -m fairgate_topo.lab --exp $(EXP) --algo $(ALGO) $(if $(SMOKE),--smoke); \
+	else \
+	  echo "=================================================================="; \
+	  echo " make lab: $(SWITCH) not found, so this runs in the SIMULATOR"; \
+	  echo " (docs/simulator.md), not on BMv2. Install p4lang's BMv2 for the"; \
+	  echo " real lab (README: The P4 toolchain)."; \
+	  echo "=================================================================="; \
+	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) --out results/sim/$(EXP)-$(SCALE); \
+	fi
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -73,6 +95,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) scripts/run_benchmarks.py
+
+sim: $(STAMP)
+	@test -n "$(EXP)" || { echo "make sim: give EXP=<name> (python -m fairgate_sim --help)"; exit 2; }
+	$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) --out results/sim/$(EXP)-$(SCALE)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache

@@ -1,0 +1,95 @@
+"""The controller in the simulator: the real agent's ``SwitchAgent.compute`` per switch.
+
+Once per control period (the agent's ``period_s``, which follows the carried RTT when
+``ControlConfig.period_s`` is None) the adapter reads the switch's counters as a
+``Snapshot``, takes ``counter_deltas`` against the previous read and hands them to
+``SwitchAgent.compute`` -- the same measure_port -> algorithm -> record path as on
+BMv2 -- then applies what the agent would write: every port's ``port_feedback``
+entry (from ``agent.feedback``) and the SYN meters it returned. Only the I/O is
+replaced; P4Runtime latency is taken as zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairgate_controller.agent import ControlConfig, SwitchAgent
+from fairgate_controller.records import Recorder
+from fairgate_controller.telemetry import Snapshot, counter_deltas
+from fairgate_sim.network import Network
+from fairgate_sim.switch import SimSwitch
+
+
+class MemoryRecorder(Recorder):
+    """The agent's recorder, also keeping every record in memory."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        super().__init__(path)
+        self.records: list[dict[str, Any]] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        super().write(record)
+        self.records.append(record)
+
+
+@dataclass
+class SimController:
+    net: Network
+    config: ControlConfig
+    recorder: MemoryRecorder = field(default_factory=MemoryRecorder)
+    start_s: float = 0.0
+    agents: dict[str, SwitchAgent] = field(default_factory=dict)
+    _prev: dict[str, tuple[Snapshot, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        clock = self.net.clock
+        topo = self.net.spec.topo
+        for name, spec in topo.switches.items():
+            agent = SwitchAgent(
+                spec,
+                topo,
+                self.config,
+                self.recorder,
+                clock=lambda: clock.now,
+                wall=lambda: clock.now,
+            )
+            sw = self.net.switches[name]
+            # What install() writes: buckets (the switch uses the agent's), admission
+            # ports, the initial rates and meters.
+            sw.qbuckets, sw.rbuckets = agent.qbuckets, agent.rbuckets
+            sw.__post_init__()
+            agent.ensure_controllers()
+            sw.admission = set(agent.windows)
+            if self.config.algo != "none":
+                for port, (kbps, congested) in agent.feedback.items():
+                    sw.set_feedback(port, kbps, congested)
+            for port in agent.windows:
+                sw.set_meter(port, agent.admit.get(port), self.config.meter_burst)
+            self.agents[name] = agent
+            clock.at(self.start_s, self._period, name)
+
+    def _period(self, name: str) -> None:
+        clock = self.net.clock
+        agent, sw = self.agents[name], self.net.switches[name]
+        snap, now = sw.snapshot(), clock.now
+        prev = self._prev.get(name)
+        self._prev[name] = (snap, now)
+        if prev is not None and now > prev[1]:
+            delta, reset = counter_deltas(prev[0], snap)
+            if not reset:
+                _writes, meters = agent.compute(delta, now - prev[1])
+                self._apply(agent, sw, meters)
+        clock.after(agent.period_s, self._period, name)
+
+    def _apply(self, agent: SwitchAgent, sw: SimSwitch, meters: list[Any]) -> None:
+        if self.config.algo != "none":
+            for port, (kbps, congested) in agent.feedback.items():
+                sw.set_feedback(port, kbps, congested)
+        for entry in meters:
+            cfg = entry.config
+            if cfg is None:
+                sw.set_meter(entry.index, None)
+            else:
+                sw.set_meter(entry.index, float(cfg.pir), int(cfg.pburst))

@@ -1,0 +1,43 @@
+"""Simulated packets: addresses, sizes and the real bytes of the rate header."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fairgate_p4 import generated as g
+
+UDP = 17
+TCP = 6
+#: Ethernet 14 + IPv4 20 + UDP 8 (the hosts' FRAME_OVERHEAD).
+UDP_OVERHEAD = 14 + 20 + 8
+#: Ethernet 14 + IPv4 20 + TCP 20.
+TCP_OVERHEAD = 14 + 20 + 20
+
+
+@dataclass(slots=True)
+class Packet:
+    """One frame. ``data`` is the UDP payload (rate header first) or, for TCP, None;
+    ``size`` is the frame length the switch counts."""
+
+    src: str  # source IPv4 address
+    dst: str  # destination IPv4 address
+    sport: int
+    dport: int
+    size: int
+    proto: int = UDP
+    data: bytes | bytearray | None = None
+    tcp_flags: int = 0
+    # TCP model fields (sequence in bytes, ack, payload length); unused by the switch.
+    seq: int = 0
+    ack: int = 0
+    length: int = 0
+    # Set by the switch when the UDP ports say "rate header" (L4Classify's fg_port).
+    created: float = 0.0
+
+    @property
+    def fg_port(self) -> bool:
+        return self.proto == UDP and (self.dport == g.FG_UDP_PORT or self.sport == g.FG_UDP_PORT)
+
+
+def udp_packet(src: str, dst: str, sport: int, dport: int, data: bytes | bytearray) -> Packet:
+    return Packet(src, dst, sport, dport, len(data) + UDP_OVERHEAD, UDP, data)

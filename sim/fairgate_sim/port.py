@@ -1,0 +1,110 @@
+"""An output port: FIFO queue with a depth in packets (drop-tail), a service rate and
+a link with propagation delay to the next node.
+
+The queue is computed, not stepped: packet i leaves the queue (and goes through
+egress) at ``e_i = max(arrival_i, e_(i-1) + s_(i-1))``, where ``s`` is its service
+time: ``1 / rate_pps`` for a BMv2-style queue rate (packets, whatever their size),
+or ``size / rate_Bps`` for a link. It reaches the next node at
+``e_i + wire_i + delay``. Only that arrival is an event; egress processing runs
+lazily, in order, for every packet whose ``e_i`` has passed, whenever the port is
+touched (a send, a delivery, a counter read, a table write), so the switch's egress
+rules see the table that was in force at ``e_i``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fairgate_sim.engine import Clock
+from fairgate_sim.packet import Packet
+
+EgressHook = Callable[[int, Packet, int], None]
+Deliver = Callable[[Packet], None]
+
+
+@dataclass(frozen=True)
+class PortParams:
+    """Service: exactly one of ``rate_pps`` (BMv2 queue rate) and ``rate_Bps`` (link)."""
+
+    rate_Bps: float | None = None
+    rate_pps: float | None = None
+    depth: int = 64
+    delay_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (self.rate_Bps is None) == (self.rate_pps is None):
+            raise ValueError("give exactly one of rate_Bps and rate_pps")
+        rate = self.rate_Bps if self.rate_Bps is not None else self.rate_pps
+        if not rate or rate <= 0:
+            raise ValueError(f"port rate must be > 0, got {rate}")
+        if self.depth < 1 or self.delay_s < 0:
+            raise ValueError("depth >= 1 and delay_s >= 0 required")
+
+
+@dataclass
+class PortStats:
+    sent: int = 0
+    dropped: int = 0
+    sent_bytes: int = 0
+    max_queue: int = 0
+
+
+@dataclass
+class OutputPort:
+    clock: Clock
+    params: PortParams
+    port: int = 0
+    egress: EgressHook | None = None
+    deliver: Deliver | None = None
+    stats: PortStats = field(default_factory=PortStats)
+    _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
+    _free_at: float = 0.0
+
+    def queue_len(self) -> int:
+        """Packets waiting (not yet through egress) at the current time."""
+        self.drain(self.clock.now)
+        return len(self._pending)
+
+    def send(self, pkt: Packet) -> bool:
+        """Enqueue; False when the queue is full (drop-tail)."""
+        now = self.clock.now
+        self.drain(now)
+        depth = len(self._pending)
+        if depth >= self.params.depth:
+            self.stats.dropped += 1
+            return False
+        p = self.params
+        if p.rate_pps is not None:
+            service, wire = 1.0 / p.rate_pps, 0.0
+        else:
+            service = wire = pkt.size / p.rate_Bps  # type: ignore[operator]
+        start = self._free_at if self._free_at > now else now
+        self._free_at = start + service
+        if start > now:
+            self._pending.append((start, pkt, depth))
+            if depth + 1 > self.stats.max_queue:
+                self.stats.max_queue = depth + 1
+        else:
+            self._egress(pkt, depth)
+        self.clock.at(start + wire + p.delay_s, self._arrive, pkt)
+        return True
+
+    def drain(self, now: float) -> None:
+        """Run egress for every packet that has left the queue by ``now``."""
+        q = self._pending
+        while q and q[0][0] <= now:
+            _t, pkt, depth = q.popleft()
+            self._egress(pkt, depth)
+
+    def _egress(self, pkt: Packet, depth: int) -> None:
+        self.stats.sent += 1
+        self.stats.sent_bytes += pkt.size
+        if self.egress is not None:
+            self.egress(self.port, pkt, depth)
+
+    def _arrive(self, pkt: Packet) -> None:
+        self.drain(self.clock.now)
+        if self.deliver is not None:
+            self.deliver(pkt)

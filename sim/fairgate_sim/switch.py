@@ -1,0 +1,181 @@
+"""The switch model: the per-packet rules of p4src/fairgate.p4 and its counters.
+
+Ingress (arrival): route (``ipv4_routes``, /32 per host as the controller installs),
+refuse SYN+FIN and SYN+RST, SYN admission (``admission_ports`` + ``syn_meter``, red
+SYNs dropped, ``session_events``), ``port_arrivals``, then the output queue (drop-tail:
+BMv2 counts no queue drops, so drops = arrivals - departures, as on BMv2).
+Egress (leaving the queue): ``port_departures``, ``queue_depth_hist`` of enq_qdepth,
+``rtt_hist`` of the carried RTT on stampable data, then ``port_feedback``:
+``rate = min(rate, fair_rate)`` (fair rate 0 or no entry stamps nothing) and the
+congestion flag. Counters are monotonic and read as a ``telemetry.Snapshot``.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from fairgate_controller.telemetry import Buckets, Snapshot
+from fairgate_p4 import generated as g
+from fairgate_p4.header import HEADER_BYTES, RateHeader
+from fairgate_sim.engine import Clock
+from fairgate_sim.meter import PacketMeter
+from fairgate_sim.packet import TCP, Packet
+from fairgate_sim.port import OutputPort
+
+NBUCKETS = g.FG_HIST_BUCKETS
+LAST = NBUCKETS - 1
+_SYN, _ACK, _RST, _FIN = g.TCP_FLAG_SYN, g.TCP_FLAG_ACK, g.TCP_FLAG_RST, g.TCP_FLAG_FIN
+_CTRL = _SYN | _ACK | _RST | _FIN
+
+
+def bucket_of(bounds: tuple[int, ...], value: int) -> int:
+    """The range-table lookup: bucket b holds [bounds[b], bounds[b+1] - 1]; else 31."""
+    b = bisect_right(bounds, value) - 1
+    return b if 0 <= b < LAST else LAST
+
+
+@dataclass
+class SwitchStats:
+    no_route: int = 0
+    refused_tcp: int = 0
+    syn_red: int = 0
+    stamped: int = 0
+    flagged: int = 0
+    queue_drops: int = 0
+
+
+@dataclass
+class SimSwitch:
+    name: str
+    clock: Clock
+    qbuckets: Buckets
+    rbuckets: Buckets
+    routes: dict[str, int] = field(default_factory=dict)  # destination IP -> port
+    ports: dict[int, OutputPort] = field(default_factory=dict)
+    feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    admission: set[int] = field(default_factory=set)
+    meters: dict[int, PacketMeter] = field(default_factory=dict)
+    stats: SwitchStats = field(default_factory=SwitchStats)
+
+    def __post_init__(self) -> None:
+        n = g.FG_MAX_PORTS
+        self.arrivals = [[0, 0] for _ in range(n)]
+        self.departures = [[0, 0] for _ in range(n)]
+        self.qhist = [0] * g.FG_HIST_ENTRIES
+        self.rhist = [0] * g.FG_HIST_ENTRIES
+        self.events = [0] * g.FG_SESSION_ENTRIES
+        self._qb = self.qbuckets.bounds
+        self._rb = self.rbuckets.bounds
+
+    # ---- control plane -----------------------------------------------------------
+    def add_port(self, port: OutputPort) -> None:
+        port.egress = self.egress
+        self.ports[port.port] = port
+
+    def set_feedback(self, port: int, rate_kbps: int, congested: bool) -> None:
+        """MODIFY of a port_feedback entry (packets already past egress keep the old one)."""
+        self._drain_all()
+        self.feedback[port] = (rate_kbps, congested)
+
+    def set_meter(self, port: int, pir: float | None, pburst: int = 0) -> None:
+        """syn_meter[port]: None = unconfigured (green); else cir = pir (the controller's)."""
+        meter = self.meters.setdefault(port, PacketMeter())
+        if pir is None:
+            meter.reset()
+        else:
+            meter.configure(pir, pburst, pir, pburst, self.clock.now)
+
+    def snapshot(self) -> Snapshot:
+        """A wildcard read of every counter array, as the agent's read_snapshot returns it."""
+        self._drain_all()
+        return {
+            g.COUNTER_PORT_ARRIVALS: {i: (p, b) for i, (p, b) in enumerate(self.arrivals)},
+            g.COUNTER_PORT_DEPARTURES: {i: (p, b) for i, (p, b) in enumerate(self.departures)},
+            g.COUNTER_QUEUE_DEPTH_HIST: {i: (n, 0) for i, n in enumerate(self.qhist)},
+            g.COUNTER_RTT_HIST: {i: (n, 0) for i, n in enumerate(self.rhist)},
+            g.COUNTER_SESSION_EVENTS: {i: (n, 0) for i, n in enumerate(self.events)},
+        }
+
+    def _drain_all(self) -> None:
+        now = self.clock.now
+        for p in self.ports.values():
+            p.drain(now)
+
+    # ---- ingress -----------------------------------------------------------------
+    def receive(self, pkt: Packet) -> None:
+        port = self.routes.get(pkt.dst)
+        if port is None:
+            self.stats.no_route += 1
+            return
+        counted = port < g.FG_MAX_PORTS
+        if pkt.proto == TCP:
+            flags = pkt.tcp_flags
+            if flags & _SYN and flags & (_FIN | _RST):
+                self.stats.refused_tcp += 1
+                return
+            ctrl = flags & _CTRL
+            base = port << g.FG_SESSION_EVENT_BITS
+            if ctrl == _SYN:
+                event = g.FG_EVENT_SYN_UNGATED
+                if port in self.admission:
+                    meter = self.meters.get(port)
+                    red = meter is not None and meter.execute(self.clock.now) == g.FG_METER_RED
+                    event = g.FG_EVENT_SYN_DROPPED if red else g.FG_EVENT_SYN_ADMITTED
+                if counted:
+                    self.events[base | event] += 1
+                if event == g.FG_EVENT_SYN_DROPPED:
+                    self.stats.syn_red += 1
+                    return
+            elif ctrl & _RST:
+                if counted:
+                    self.events[base | g.FG_EVENT_RST] += 1
+            elif ctrl & _FIN and counted:
+                self.events[base | g.FG_EVENT_FIN] += 1
+        out = self.ports.get(port)
+        if out is None:
+            self.stats.no_route += 1
+            return
+        if counted:
+            c = self.arrivals[port]
+            c[0] += 1
+            c[1] += pkt.size
+        if not out.send(pkt):
+            self.stats.queue_drops += 1
+
+    # ---- egress ------------------------------------------------------------------
+    def egress(self, port: int, pkt: Packet, enq_depth: int) -> None:
+        counted = port < g.FG_MAX_PORTS
+        base = port << g.FG_HIST_BUCKET_BITS
+        if counted:
+            c = self.departures[port]
+            c[0] += 1
+            c[1] += pkt.size
+            self.qhist[base | bucket_of(self._qb, enq_depth)] += 1
+        data = pkt.data
+        if data is None or not pkt.fg_port or len(data) < HEADER_BYTES:
+            return
+        if data[0] != g.FG_VERSION or data[1] != g.FG_KIND_DATA:
+            return  # only stampable data packets are counted and stamped
+        hdr = RateHeader.unpack(data, strict=False)
+        if hdr.rate_kbps == 0:
+            return  # FG_RATE_ZERO: forwarded unchanged
+        if hdr.rtt_us != 0 and counted:
+            self.rhist[base | bucket_of(self._rb, hdr.rtt_us)] += 1
+        entry = self.feedback.get(port)
+        if entry is None:
+            return
+        fair, congested = entry
+        changed = False
+        if fair != 0 and hdr.rate_kbps > fair:
+            hdr.rate_kbps = fair
+            changed = True
+            self.stats.stamped += 1
+        if congested and not hdr.flags & g.FG_FLAG_CONGESTED:
+            hdr.flags |= g.FG_FLAG_CONGESTED
+            changed = True
+            self.stats.flagged += 1
+        if changed:
+            buf = bytearray(data)
+            hdr.pack_into(buf, 0)
+            pkt.data = buf
