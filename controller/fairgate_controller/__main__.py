@@ -78,6 +78,14 @@ def parser() -> argparse.ArgumentParser:
         help="session-control measurement window in seconds (default: 1.0)",
     )
     p.add_argument(
+        "--session-completions",
+        choices=["reverse", "same"],
+        default="reverse",
+        help="where session control counts completed flows: FINs leaving the switch's other "
+        "ports, i.e. the servers' FINs on the reverse path ('reverse', default), or FINs "
+        "leaving the gated port itself ('same'; retransmitted FINs are counted again)",
+    )
+    p.add_argument(
         "--q-ref",
         type=float,
         default=10.0,
@@ -157,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             period_min_s=args.period_min,
             period_max_s=args.period_max,
             session_window_s=args.session_window,
+            session_completions=args.session_completions,
             q_ref_pkts=args.q_ref,
             min_rate_kbps=args.min_rate,
             ficcrd=FiccrdConfig(rd_interval=args.ficcrd_k, core=args.ficcrd_core)

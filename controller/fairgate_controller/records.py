@@ -6,7 +6,8 @@ queue_mean_bytes, queue_min_bytes, rtt_mean_s (null when no packet carried
 one), syn_admitted, syn_dropped, syn_ungated, fins, rsts; with a rate
 algorithm also rate_Bps, rate_kbps (what was written), congested and the
 algorithm's diagnostics (e.g. N, n_hat, q_bytes, T_s); with session control
-admit_fps (null = no gating) and, at the end of each window,
+admit_fps (null = no gating), completions (FINs counted for the gated port, see
+SwitchAgent.completions) and, at the end of each window,
 window_completions_fps and window_admitted_fps.
 """
 

@@ -239,7 +239,13 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
                 fake.set_counter(
                     g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_SYN_UNGATED, 100 * i, 0
                 )
-                fake.set_counter(g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_FIN, 20 * i, 0)
+                # The servers' FINs come back through port 1 (the reverse path).
+                fake.set_counter(
+                    g.COUNTER_SESSION_EVENTS,
+                    (1 << g.FG_SESSION_EVENT_BITS) | g.FG_EVENT_FIN,
+                    20 * i,
+                    0,
+                )
                 await agent.step(sw)
                 cfg = fake.meters[(meter_id, BOTTLENECK)]
                 if cfg is not None and (not written or written[-1] != cfg.pir):
@@ -285,3 +291,20 @@ def test_refused_writes_are_logged_and_the_loop_goes_on(caplog: pytest.LogCaptur
     with caplog.at_level("ERROR", logger="fairgate.controller"):
         run(scenario())
     assert "P4Runtime request refused" in caplog.text
+
+
+@pytest.mark.parametrize("mode,expected", [("reverse", 7 + 2), ("same", 40)])
+def test_completions_count_reverse_fins_by_default(mode: str, expected: int) -> None:
+    """Retransmitted client FINs on a congested gated port would inflate the
+    completion rate; by default completions are the FINs leaving the switch's
+    other ports (the servers' FINs)."""
+    agent = agent_for(parse(dumbbell()), Clock(), session="strategy1", session_completions=mode)
+
+    def fin(port: int) -> int:
+        return (port << g.FG_SESSION_EVENT_BITS) | g.FG_EVENT_FIN
+
+    delta = {g.COUNTER_SESSION_EVENTS: {fin(BOTTLENECK): (40, 0), fin(1): (7, 0), fin(2): (2, 0)}}
+    assert agent.completions(BOTTLENECK, delta) == expected
+    agent.ensure_controllers()
+    _writes, _meters = agent.compute(delta, 0.5)
+    assert agent.recorder.latest[("s1", BOTTLENECK)]["completions"] == expected
