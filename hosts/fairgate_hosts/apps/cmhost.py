@@ -125,6 +125,11 @@ class CMHost:
     def _handle(self, events: list[object], app: CMApp, now_us: int) -> None:
         todo = list(events)
         while todo:
+            # Probes first: a probe's byte count was taken when the CM made it, before
+            # the grants of the same batch were sent and notified. Sent after them, it
+            # would trail bytes it does not count, and the receiver (which counts what
+            # arrives before the probe) would make the next interval look lossy.
+            todo.sort(key=lambda ev: not isinstance(ev, SendProbe))
             for ev in todo:
                 if isinstance(ev, AppNotify) and ev.flow in self.flows:
                     app.on_grant(self, self.flows[ev.flow], ev.nbytes, now_us)

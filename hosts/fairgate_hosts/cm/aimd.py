@@ -34,6 +34,10 @@ class AimdRate:
     last_decrease_us: int | None = None
     last_feedback_us: int | None = None
     aging_next_us: int | None = None
+    # A host reacts no faster than its event loop: aging waits at least this long
+    # between halvings (as TCP floors its RTO), or sub-millisecond RTTs on a LAN or
+    # loopback would halve the rate between any two probe responses.
+    aging_floor_us: int = 10_000
     agings: int = 0
     losses: int = 0
     timeouts: int = 0
@@ -69,9 +73,12 @@ class AimdRate:
         self.rate_Bps = min(hi, max(self.min_rate_Bps, self.rate_Bps))
 
     # -- feedback
+    def _aging_wait_us(self) -> int:
+        return max(int(self.srtt_us), self.aging_floor_us)
+
     def mark_feedback(self, now_us: int) -> None:
         self.last_feedback_us = now_us
-        self.aging_next_us = now_us + int(self.srtt_us)
+        self.aging_next_us = now_us + self._aging_wait_us()
 
     def set_explicit(self, explicit_Bps: float | None) -> None:
         self.explicit_Bps = None if explicit_Bps is None else max(self.min_rate_Bps, explicit_Bps)
@@ -123,15 +130,15 @@ class AimdRate:
         expects no feedback and does not age.
         """
         if self.aging_next_us is None:
-            self.aging_next_us = now_us + int(self.srtt_us)
+            self.aging_next_us = now_us + self._aging_wait_us()
             return 0
         if not active:
-            self.aging_next_us = max(self.aging_next_us, now_us + int(self.srtt_us))
+            self.aging_next_us = max(self.aging_next_us, now_us + self._aging_wait_us())
             return 0
         n = 0
         while now_us >= self.aging_next_us:
             self.rate_Bps = max(self.min_rate_Bps, self.rate_Bps / 2.0)
-            self.aging_next_us += max(1, self.min_rtt_us)
+            self.aging_next_us += max(1, self.min_rtt_us, self.aging_floor_us)
             n += 1
         self.agings += n
         return n

@@ -56,6 +56,7 @@ def test_explicit_rate_bounds_the_cm() -> None:
 
 
 def test_aging_halves_per_min_rtt_after_one_srtt() -> None:
+    # RTTs of 50-200 ms: well above the 10 ms aging floor.
     a = AimdRate(initial_rate_Bps=800_000)
     a.on_ack(0, 200_000, 0)  # srtt 200 ms
     a.on_ack(0, 50_000, 0)  # min rtt 50 ms, srtt grows towards it slowly
@@ -209,3 +210,15 @@ def test_cm_probe_response_feeds_aimd() -> None:
     cm.on_probe_response("10.0.0.2", resp2.data, 90_000)  # 1000 sent, 972 received: loss
     assert cm.query(f)["aimd_rate_Bps"] == pytest.approx(before / 2)
     assert cm.on_probe_response("10.0.0.2", b"garbage", 0) == []
+
+
+def test_aging_never_faster_than_the_floor() -> None:
+    """Sub-millisecond RTTs (LAN, loopback) must not halve the rate between two
+    probe responses of a busy event loop: aging waits at least aging_floor_us."""
+    a = AimdRate(initial_rate_Bps=800_000)
+    a.on_ack(0, 100, 0)  # 100 us RTT
+    a.mark_feedback(0)
+    assert a.age(9_999, active=True) == 0
+    assert a.age(10_000, active=True) == 1
+    assert a.age(19_999, active=True) == 0
+    assert a.age(30_000, active=True) == 2
