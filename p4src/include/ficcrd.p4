@@ -229,7 +229,12 @@ control FiccrdEgress(inout headers_t hdr,
         bit<32> edge_port = port;
 
         if (rd_clone) {
-            build_rd(now_us);
+            /* Stamp the RD when it entered this queue: when the source edge's
+             * port is itself the bottleneck, the RD's own wait there is part
+             * of the round trip (stamping at dequeue left it out, so the RD
+             * RTT missed the bottleneck queue and the window limit ER x RTT
+             * fell to the two-segment floor). */
+            build_rd(now_us - standard_metadata.deq_timedelta);
             edge_event = FG_EDGE_RD_EMITTED;
             edge_counted = true;
         }

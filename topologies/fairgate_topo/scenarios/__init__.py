@@ -7,9 +7,11 @@ from fairgate_topo.scenarios.base import Scenario
 
 def registry() -> dict[str, type[Scenario]]:
     from fairgate_topo.scenarios.convergence import Convergence
+    from fairgate_topo.scenarios.ficcrd import Ficcrd
     from fairgate_topo.scenarios.rtt_fairness import RttFairness
     from fairgate_topo.scenarios.session_control import SessionControl
     from fairgate_topo.scenarios.two_bottleneck import TwoBottleneck
 
     classes: list[type[Scenario]] = [TwoBottleneck, Convergence, SessionControl, RttFairness]
+    classes.append(Ficcrd)
     return {c.name: c for c in classes}
