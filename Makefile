@@ -53,6 +53,7 @@ build: $(STAMP)
 	  $(P4C) --arch v1model --Werror -I p4src -o $(BUILD)/$$prog.json \
 	    --p4runtime-files $(BUILD)/$$prog.p4info.txtpb p4src/$$prog.p4 || exit 1; \
 	  cp $(BUILD)/$$prog.json $(BUILD)/$$prog.p4info.txtpb p4src/compiled/; \
+	  $(PY) -m fairgate_p4.artifacts p4src/compiled/$$prog.json || exit 1; \
 	done
 	@$(PY) -m fairgate_p4.gen
 
