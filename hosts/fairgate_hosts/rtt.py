@@ -39,8 +39,11 @@ class RttEstimator:
         if self.srtt_us is None:
             base = self.initial_rto_us
         else:
-            base = int(self.srtt_us + max(4.0 * self.rttvar_us, 1000.0))
-        base = max(self.min_rto_us, base)
+            # The floor applies to the variance term, as in Linux (RTO >= SRTT + 200 ms):
+            # flooring the sum instead left a steady RTT above the floor with a timeout
+            # ~1 ms above it, which fired on any hiccup (the parking-lot lab's long flow
+            # logged 717 "losses" in 30 s with no drop at the switch).
+            base = int(self.srtt_us + max(4.0 * self.rttvar_us, float(self.min_rto_us)))
         return min(self.max_rto_us, base << min(self.backoff, 16))
 
     def on_timeout(self) -> None:

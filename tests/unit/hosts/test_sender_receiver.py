@@ -302,3 +302,17 @@ def test_receiver_drop_every_and_stamp() -> None:
     assert [len(o) for o in outs] == [1, 1, 0, 1, 1, 0] and r.stats.dropped == 2
     ack = RateHeader.unpack(outs[0][0].data)
     assert ack.rate_kbps == 700 and ack.congested
+
+
+def test_rto_leaves_room_above_a_steady_long_rtt() -> None:
+    """A steady 300 ms RTT (variance -> 0) must not give an RTO just above it."""
+    from fairgate_hosts.rtt import RttEstimator
+
+    est = RttEstimator(min_rto_us=200_000)
+    for _ in range(200):
+        est.sample(300_000)
+    assert est.rto_us >= 300_000 + 200_000
+    short = RttEstimator(min_rto_us=200_000)
+    for _ in range(50):
+        short.sample(1_000)
+    assert 200_000 <= short.rto_us <= 205_000
