@@ -80,3 +80,15 @@ def ficcrd_p2p(n: int, rate_pps: int, depth: int = DEFAULT_DEPTH) -> LabTopology
     for i in range(1, n + 1):
         topo.add_host(f"r{i}", s2)
     return topo
+
+
+def fan_in(n: int, rate_pps: int, depth: int = DEFAULT_DEPTH) -> LabTopology:
+    """N senders h1..hN on s1, one receiver r1 on s2 behind the bottleneck
+    s1 -> s2 (one receiver agent serves every flow: fewer processes)."""
+    topo = LabTopology()
+    s1, s2 = topo.add_switch("s1"), topo.add_switch("s2")
+    topo.add_link(s1, s2, rate_pps, depth)
+    for i in range(1, n + 1):
+        topo.add_host(f"h{i}", s1)
+    topo.add_host("r1", s2)
+    return topo
