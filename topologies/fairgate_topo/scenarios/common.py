@@ -184,11 +184,13 @@ def run_udp_schedule(
         time.sleep(0.05)
 
 
-def flow_series(ctx_run_dir: Path, t0: float, frame_bytes: int) -> dict[str, list[list[float]]]:
-    """Per sender host (flow source IP -> flow name is the caller's): from the
-    receivers' logs, [t_s, pkt/s] per 0.2 s interval, keyed by peer IP."""
+def rx_series(
+    run_dir: Path, t0: float, key: Callable[[str], str] = lambda peer: peer
+) -> dict[str, list[list[float]]]:
+    """From the receivers' logs, [t_s, pkt/s] per logged interval, keyed by
+    ``key(peer)`` where peer is the sender's ``ip:port``."""
     series: dict[str, list[list[float]]] = {}
-    for path in sorted((ctx_run_dir / "hosts").glob("rx-*.jsonl")):
+    for path in sorted((run_dir / "hosts").glob("rx-*.jsonl")):
         recs = read_jsonl(path)
         agent = next((r for r in recs if r.get("type") == "agent"), None)
         if agent is None:
@@ -198,14 +200,20 @@ def flow_series(ctx_run_dir: Path, t0: float, frame_bytes: int) -> dict[str, lis
         for r in recs:
             if r.get("type") != "rx":
                 continue
-            ip = r["peer"].rsplit(":", 1)[0]
+            k = key(r["peer"])
             t = base + r["t_us"] / 1e6
-            prev = last.get(ip)
+            prev = last.get(k)
             if prev is not None and t > prev[0]:
                 pps = (r["packets"] - prev[1]) / (t - prev[0])
-                series.setdefault(ip, []).append([round(t, 3), round(pps, 2)])
-            last[ip] = (t, r["packets"])
+                series.setdefault(k, []).append([round(t, 3), round(pps, 2)])
+            last[k] = (t, r["packets"])
     return series
+
+
+def flow_series(ctx_run_dir: Path, t0: float, frame_bytes: int) -> dict[str, list[list[float]]]:
+    """Per sender host (flow source IP -> flow name is the caller's): from the
+    receivers' logs, [t_s, pkt/s] per 0.2 s interval, keyed by peer IP."""
+    return rx_series(ctx_run_dir, t0, key=lambda peer: peer.rsplit(":", 1)[0])
 
 
 def port_series(records: list[dict[str, Any]], switch: str, port: int, t0: float) -> dict[str, Any]:

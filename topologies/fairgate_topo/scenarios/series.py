@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fairgate_topo.scenarios.common import read_jsonl
+from fairgate_topo.scenarios.common import read_jsonl, rx_series
 
 
 def sender_series(run_dir: Path, t0: float, name: str, key: str) -> list[list[float]]:
@@ -58,24 +58,7 @@ def stack(series: dict[str, list[list[float]]]) -> list[list[float]]:
 def peer_series(run_dir: Path, t0: float) -> dict[str, list[list[float]]]:
     """From the receivers' logs, [t_s, pkt/s] per 0.2 s interval keyed by the
     sender's ``ip:port`` (one key per flow, also when a host runs several)."""
-    series: dict[str, list[list[float]]] = {}
-    for path in sorted((run_dir / "hosts").glob("rx-*.jsonl")):
-        recs = read_jsonl(path)
-        agent = next((r for r in recs if r.get("type") == "agent"), None)
-        if agent is None:
-            continue
-        base = agent["wall_time"] - t0
-        last: dict[str, tuple[float, int]] = {}
-        for r in recs:
-            if r.get("type") != "rx":
-                continue
-            t = base + r["t_us"] / 1e6
-            prev = last.get(r["peer"])
-            if prev is not None and t > prev[0]:
-                pps = (r["packets"] - prev[1]) / (t - prev[0])
-                series.setdefault(r["peer"], []).append([round(t, 3), round(pps, 2)])
-            last[r["peer"]] = (t, r["packets"])
-    return series
+    return rx_series(run_dir, t0)
 
 
 def by_host(peers: dict[str, list[list[float]]], host_ip: str) -> list[list[list[float]]]:
