@@ -50,7 +50,7 @@ class LestasDynamics(Scenario):
 
     def times(self, smoke: bool) -> tuple[float, float, float]:
         """(users leave, users join, end); paper: 30 s, 45 s, 60 s."""
-        return (6.0, 9.0, 12.0) if smoke else (15.0, 22.5, 32.0)
+        return (6.0, 9.0, 15.0) if smoke else (15.0, 22.5, 32.0)
 
     def topology(self, smoke: bool) -> LabTopology:
         return fan_in(max(USERS), LINK_PPS, DEPTH)
