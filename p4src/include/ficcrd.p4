@@ -210,25 +210,160 @@ control FiccrdEgress(inout headers_t hdr,
         meta.fc_queue_port = standard_metadata.egress_port;
     }
 
-    /* RFC 1624: HC' = ~(~HC + ~m + m'). */
+    /* Scratch variables, shared by every branch below. On BMv2 every local
+     * variable, and every temporary p4c makes for a computed argument of an
+     * extern call, is a metadata field that is reset for every packet, FICCRD
+     * traffic or not: with a local per branch and register calls in the apply
+     * block this control cost 72 fields and 30 % of the switch's forwarding
+     * rate (docs/ficcrd.md, "Cost on BMv2"). So branches share these, and
+     * register and counter calls live in the actions below with plain
+     * variables as arguments, which p4c passes without temporaries. */
+    bit<32> now_us;     /* egress clock, microseconds */
+    bit<32> port;       /* egress port */
+    bit<32> idx;        /* flow slot (edge) or queue port (core) */
+    bit<32> key;        /* flow key of this packet */
+    bit<32> stored;     /* flow key the slot holds */
+    bit<32> win_now;    /* current rate window */
+    bit<32> win;        /* the slot's rate window */
+    bit<32> bytes;      /* bytes in the slot's window */
+    bit<32> apr;        /* the flow's arrival rate (edge); MAPR (core) */
+    bit<32> er;         /* the flow's explicit rate */
+    bit<32> rtt;        /* the flow's RD round trip */
+    bit<16> packets;    /* packets since the flow's last RD */
+    bit<8>  shift;      /* the receiver's window scale */
+    bit<19> depth;      /* queue depth last seen at a port */
+    bit<64> wide;       /* products: DPF x MAPR, ER x RTT, bytes x 125 */
+    bit<32> edge_port;  /* the port an edge event is counted on */
+    bit<32> event_index;
+    bit<32> session;
+    bit<3>  edge_event;
+    bit<3>  core_event;
+    bool    edge_counted;
+
+    @hidden
+    action read_queue_seen() {
+        queue_seen.read(depth, idx);
+    }
+
+    @hidden
+    action write_queue_seen() {
+        queue_seen.write(port, standard_metadata.enq_qdepth);
+    }
+
+    @hidden
+    action read_mapr() {
+        mapr_kbps.read(apr, idx);
+    }
+
+    @hidden
+    action write_mapr() {
+        mapr_kbps.write(idx, apr);
+    }
+
+    @hidden
+    action count_core_event() {
+        event_index = (idx << FG_FICCRD_EVENT_BITS) | (bit<32>)core_event;
+        core_events.count(event_index);
+    }
+
+    @hidden
+    action count_edge_event() {
+        edge_events.count(event_index);
+    }
+
+    @hidden
+    action read_slot_key() {
+        flow_key.read(stored, idx);
+    }
+
+    @hidden
+    action write_er_rtt() {
+        flow_er.write(idx, er);
+        flow_rtt.write(idx, rtt);
+    }
+
+    @hidden
+    action read_flow() {
+        flow_key.read(stored, idx);
+        flow_window.read(win, idx);
+        flow_bytes.read(bytes, idx);
+        flow_apr.read(apr, idx);
+        flow_rtt.read(rtt, idx);
+        flow_packets.read(packets, idx);
+    }
+
+    /* A new flow (or a new connection on the same 5-tuple) takes the slot. */
+    @hidden
+    action start_flow() {
+        win = win_now;
+        bytes = standard_metadata.packet_length;
+        apr = 0;
+        er = FG_RATE_UNLIMITED;
+        rtt = 0;
+        packets = 0;
+        shift = 0;
+        flow_key.write(idx, key);
+        flow_window.write(idx, win);
+        flow_bytes.write(idx, bytes);
+        flow_apr.write(idx, apr);
+        flow_er.write(idx, er);
+        flow_rtt.write(idx, rtt);
+        flow_wscale.write(idx, shift);
+    }
+
+    @hidden
+    action write_rate_window() {
+        flow_window.write(idx, win);
+        flow_bytes.write(idx, bytes);
+        flow_apr.write(idx, apr);
+    }
+
+    @hidden
+    action write_packets() {
+        flow_packets.write(idx, packets);
+    }
+
+    @hidden
+    action clone_rd() {
+        meta.fc_flow_key = key;
+        meta.fc_apr_kbps = apr;
+        meta.fc_rtt_us = rtt;
+        session = FG_RD_SESSION_BASE + port;
+        clone_preserving_field_list(CloneType.E2E, session, FG_RD_FIELD_LIST);
+    }
+
+    @hidden
+    action read_window_state() {
+        flow_key.read(stored, idx);
+        flow_er.read(er, idx);
+        flow_rtt.read(rtt, idx);
+        flow_wscale.read(shift, idx);
+    }
+
+    @hidden
+    action write_wscale() {
+        flow_wscale.write(idx, shift);
+    }
+
+    /* RFC 1624: HC' = ~(~HC + ~m + m'); the sum reuses `wide`. */
     @name(".rewrite_window")
-    action rewrite_window(bit<16> window) {
-        bit<32> sum = (bit<32>)(~hdr.tcp.checksum) + (bit<32>)(~hdr.tcp.window) + (bit<32>)window;
-        sum = (sum & 0xffff) + (sum >> 16);
-        sum = (sum & 0xffff) + (sum >> 16);
-        hdr.tcp.checksum = ~((bit<16>)sum);
+    action rewrite_window() {
+        bit<16> window = (bit<16>)wide;
+        wide = (bit<64>)(~hdr.tcp.checksum) + (bit<64>)(~hdr.tcp.window) + (bit<64>)window;
+        wide = (wide & 0xffff) + (wide >> 16);
+        wide = (wide & 0xffff) + (wide >> 16);
+        hdr.tcp.checksum = ~((bit<16>)wide);
         hdr.tcp.window = window;
     }
 
     apply {
-        bit<32> now_us = (bit<32>)standard_metadata.egress_global_timestamp;
-        bit<32> port = (bit<32>)standard_metadata.egress_port;
-        bool rd_clone = standard_metadata.instance_type == FG_INSTANCE_E2E_CLONE;
-        bit<3> edge_event = 0;
-        bool edge_counted = false;
-        bit<32> edge_port = port;
+        now_us = (bit<32>)standard_metadata.egress_global_timestamp;
+        port = (bit<32>)standard_metadata.egress_port;
+        edge_event = 0;
+        edge_counted = false;
+        edge_port = port;
 
-        if (rd_clone) {
+        if (standard_metadata.instance_type == FG_INSTANCE_E2E_CLONE) {
             /* Stamp the RD when it entered this queue: when the source edge's
              * port is itself the bottleneck, the RD's own wait there is part
              * of the round trip (stamping at dequeue left it out, so the RD
@@ -240,42 +375,39 @@ control FiccrdEgress(inout headers_t hdr,
         }
 
         /* ---- core: MAPR on forward RD, ER = min(ER, DPF * MAPR) on backward RD ---- */
-        bit<19> q_prev = 0;
         if (meta.fc_rd_valid == 1 && meta.fc_queue_port < FG_MAX_PORTS) {
-            bit<32> qp = (bit<32>)meta.fc_queue_port;
+            idx = (bit<32>)meta.fc_queue_port;
             if (meta.fc_queue_port == standard_metadata.egress_port) {
                 meta.fc_queue_depth = (bit<32>)standard_metadata.enq_qdepth;
             } else {
-                queue_seen.read(q_prev, qp);
-                meta.fc_queue_depth = (bit<32>)q_prev;
+                read_queue_seen();
+                meta.fc_queue_depth = (bit<32>)depth;
             }
             if (ficcrd_dpf.apply().hit) {
-                bit<32> mapr;
-                mapr_kbps.read(mapr, qp);
-                bit<3> core_event = FG_CORE_MAPR_HELD;
+                read_mapr();  /* apr holds MAPR here */
+                core_event = FG_CORE_MAPR_HELD;
                 if (hdr.fg.kind == FG_KIND_RD_FORWARD || meta.fc_turned == 1) {
-                    bit<32> apr = hdr.fg_rd.apr_kbps;
-                    if (apr == 0) {
+                    if (hdr.fg_rd.apr_kbps == 0) {
                         core_event = FG_CORE_APR_UNKNOWN;
-                    } else if (mapr == 0) {
-                        mapr = apr;  /* first sample: start from it */
+                    } else if (apr == 0) {
+                        apr = hdr.fg_rd.apr_kbps;  /* first sample: start from it */
                         core_event = FG_CORE_MAPR_UPDATED;
-                    } else if (apr < mapr) {
-                        mapr = mapr - ((mapr - apr) >> 4);
+                    } else if (hdr.fg_rd.apr_kbps < apr) {
+                        apr = apr - ((apr - hdr.fg_rd.apr_kbps) >> 4);
                         core_event = FG_CORE_MAPR_UPDATED;
                     } else if (meta.fc_above_q0 == 0) {
-                        mapr = mapr + ((apr - mapr) >> 4);
+                        apr = apr + ((hdr.fg_rd.apr_kbps - apr) >> 4);
                         core_event = FG_CORE_MAPR_UPDATED;
                     }
-                    mapr_kbps.write(qp, mapr);
+                    write_mapr();
                 }
                 if (hdr.fg.kind == FG_KIND_RD_BACKWARD) {
-                    if (mapr == 0) {
+                    if (apr == 0) {
                         core_event = FG_CORE_MAPR_UNKNOWN;
                     } else {
-                        bit<64> target = ((bit<64>)mapr * (bit<64>)meta.fc_dpf) >> FG_DPF_SHIFT;
-                        if (target < (bit<64>)hdr.fg.rate_kbps) {
-                            hdr.fg.rate_kbps = (bit<32>)target;
+                        wide = ((bit<64>)apr * (bit<64>)meta.fc_dpf) >> FG_DPF_SHIFT;
+                        if (wide < (bit<64>)hdr.fg.rate_kbps) {
+                            hdr.fg.rate_kbps = (bit<32>)wide;
                             meta.fg_rewritten = 1;
                             core_event = FG_CORE_ER_LOWERED;
                         } else {
@@ -283,24 +415,24 @@ control FiccrdEgress(inout headers_t hdr,
                         }
                     }
                 }
-                core_events.count((qp << FG_FICCRD_EVENT_BITS) | (bit<32>)core_event);
+                count_core_event();
             }
         }
         /* The queue a later backward RD will look up: sampled by every TCP
          * segment and RD leaving the port (the traffic FICCRD controls). */
-        queue_seen.write(port, standard_metadata.enq_qdepth);
+        write_queue_seen();
 
         /* ---- edge ---- */
-        if (rd_clone) {
+        if (standard_metadata.instance_type == FG_INSTANCE_E2E_CLONE) {
             /* counted above */
         } else if (meta.fc_consume == 1) {
             /* Source edge: keep ER and the RD round trip, drop the RD. */
-            bit<32> idx = hdr.fg_rd.flow_key & FG_FICCRD_FLOW_MASK;
-            bit<32> stored;
-            flow_key.read(stored, idx);
+            idx = hdr.fg_rd.flow_key & FG_FICCRD_FLOW_MASK;
+            read_slot_key();
             if (stored == hdr.fg_rd.flow_key) {
-                flow_er.write(idx, hdr.fg.rate_kbps);
-                flow_rtt.write(idx, now_us - hdr.fg.ts_us);
+                er = hdr.fg.rate_kbps;
+                rtt = now_us - hdr.fg.ts_us;
+                write_er_rtt();
                 edge_event = FG_EDGE_RD_CONSUMED;
             } else {
                 edge_event = FG_EDGE_RD_STALE;
@@ -314,118 +446,83 @@ control FiccrdEgress(inout headers_t hdr,
             edge_counted = true;
         } else if (hdr.tcp.isValid() && meta.fc_source == 1 && meta.fc_edge == 0) {
             /* Source edge, a packet of a TCP flow entering the network. */
-            bit<32> key;
             hash(key, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                    hdr.tcp.src_port, hdr.tcp.dst_port },
                  32w0xffffffff);
-            bit<32> idx = key & FG_FICCRD_FLOW_MASK;
-            bit<32> stored;
-            flow_key.read(stored, idx);
-            bit<32> win_now = (bit<32>)(standard_metadata.egress_global_timestamp >> FG_FICCRD_WINDOW_SHIFT);
-            bit<32> length = standard_metadata.packet_length;
-            bit<32> apr;
-            bit<32> rtt;
-            bit<16> packets;
-            bool syn = (hdr.tcp.flags & TCP_FLAG_SYN) != 0;
-            if (stored != key || syn) {
-                /* A new flow (or a new connection on the same 5-tuple) takes the slot. */
-                flow_key.write(idx, key);
-                flow_window.write(idx, win_now);
-                flow_bytes.write(idx, length);
-                apr = 0;
-                rtt = 0;
-                packets = 0;
-                flow_apr.write(idx, 0);
-                flow_er.write(idx, FG_RATE_UNLIMITED);
-                flow_rtt.write(idx, 0);
-                flow_wscale.write(idx, 0);
+            idx = key & FG_FICCRD_FLOW_MASK;
+            win_now = (bit<32>)(standard_metadata.egress_global_timestamp >> FG_FICCRD_WINDOW_SHIFT);
+            read_flow();
+            if (stored != key || (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+                start_flow();
                 edge_event = FG_EDGE_FLOW_STARTED;
                 edge_counted = true;
             } else {
-                bit<32> win;
-                bit<32> bytes;
-                flow_window.read(win, idx);
-                flow_bytes.read(bytes, idx);
-                flow_apr.read(apr, idx);
-                flow_rtt.read(rtt, idx);
-                flow_packets.read(packets, idx);
                 if (win != win_now) {
                     /* Close the window: kbit/s = bytes * 8000 / 65536 = bytes * 125 >> 10. */
-                    bit<64> b = (bit<64>)bytes;
-                    apr = (bit<32>)(((b << 7) - (b << 1) - b) >> 10);
-                    flow_apr.write(idx, apr);
-                    flow_window.write(idx, win_now);
-                    flow_bytes.write(idx, length);
+                    wide = (bit<64>)bytes;
+                    apr = (bit<32>)(((wide << 7) - (wide << 1) - wide) >> 10);
+                    win = win_now;
+                    bytes = standard_metadata.packet_length;
                 } else {
-                    flow_bytes.write(idx, bytes + length);
+                    bytes = bytes + standard_metadata.packet_length;
                 }
+                write_rate_window();
             }
             packets = packets + 1;
-            if (meta.fc_rd_interval != 0 && packets >= meta.fc_rd_interval && !syn) {
+            if (meta.fc_rd_interval != 0 && packets >= meta.fc_rd_interval
+                && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
                 packets = 0;
-                meta.fc_flow_key = key;
-                meta.fc_apr_kbps = apr;
-                meta.fc_rtt_us = rtt;
-                clone_preserving_field_list(CloneType.E2E,
-                    (bit<32>)FG_RD_SESSION_BASE + port, FG_RD_FIELD_LIST);
+                clone_rd();
             }
-            flow_packets.write(idx, packets);
+            write_packets();
         } else if (hdr.tcp.isValid() && meta.fc_edge == 1 && meta.fc_source == 0) {
             /* Source edge, a segment going back to a TCP sender. */
-            bit<32> key;
             hash(key, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
                    hdr.tcp.dst_port, hdr.tcp.src_port },
                  32w0xffffffff);
-            bit<32> idx = key & FG_FICCRD_FLOW_MASK;
-            bit<32> stored;
-            flow_key.read(stored, idx);
-            bit<8> control_flags = hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST);
+            idx = key & FG_FICCRD_FLOW_MASK;
+            read_window_state();
             if (stored == key) {
-                if (control_flags == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
+                if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                    == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
                     /* The receiver's shift applies to every later window it sends. */
-                    bit<8> shift = 0;
+                    shift = 0;
                     if (meta.tcp_wscale_seen == 1) {
                         shift = meta.tcp_wscale;
                         if (shift > FG_TCP_MAX_WSCALE) {
                             shift = FG_TCP_MAX_WSCALE;
                         }
                     }
-                    flow_wscale.write(idx, shift);
+                    write_wscale();
                     edge_event = FG_EDGE_WSCALE_LEARNED;
                     edge_counted = true;
-                } else if (control_flags == TCP_FLAG_ACK) {
-                    bit<32> er;
-                    flow_er.read(er, idx);
-                    if (er != FG_RATE_UNLIMITED) {
-                        bit<32> rtt;
-                        bit<8> shift;
-                        flow_rtt.read(rtt, idx);
-                        flow_wscale.read(shift, idx);
-                        if (rtt < meta.fc_rtt_min_us) {
-                            rtt = meta.fc_rtt_min_us;
-                        }
-                        /* bytes = ER[kbit/s] * RTT[us] / 8000 ~ >> 13 (2.3 % low) */
-                        bit<64> limit = ((bit<64>)er * (bit<64>)rtt) >> 13;
-                        if (limit < FG_FICCRD_MIN_WINDOW) {
-                            limit = FG_FICCRD_MIN_WINDOW;
-                        }
-                        limit = limit >> shift;
-                        if (limit == 0) {
-                            limit = 1;
-                        }
-                        if (limit < (bit<64>)hdr.tcp.window) {
-                            rewrite_window((bit<16>)limit);
-                            edge_event = FG_EDGE_WINDOW_REWRITTEN;
-                            edge_counted = true;
-                        }
+                } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                           == TCP_FLAG_ACK && er != FG_RATE_UNLIMITED) {
+                    if (rtt < meta.fc_rtt_min_us) {
+                        rtt = meta.fc_rtt_min_us;
+                    }
+                    /* bytes = ER[kbit/s] * RTT[us] / 8000 ~ >> 13 (2.3 % low) */
+                    wide = ((bit<64>)er * (bit<64>)rtt) >> 13;
+                    if (wide < FG_FICCRD_MIN_WINDOW) {
+                        wide = FG_FICCRD_MIN_WINDOW;
+                    }
+                    wide = wide >> shift;
+                    if (wide == 0) {
+                        wide = 1;
+                    }
+                    if (wide < (bit<64>)hdr.tcp.window) {
+                        rewrite_window();
+                        edge_event = FG_EDGE_WINDOW_REWRITTEN;
+                        edge_counted = true;
                     }
                 }
             }
         }
         if (edge_counted && edge_port < FG_MAX_PORTS) {
-            edge_events.count((edge_port << FG_FICCRD_EVENT_BITS) | (bit<32>)edge_event);
+            event_index = (edge_port << FG_FICCRD_EVENT_BITS) | (bit<32>)edge_event;
+            count_edge_event();
         }
     }
 }
