@@ -34,7 +34,8 @@ help:
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
 	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b]"
-	@echo "                     (two-bottleneck, qfcp-convergence); writes results/sim/<name>-<scale>/"
+	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
+	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
 

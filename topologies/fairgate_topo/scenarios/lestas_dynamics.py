@@ -47,6 +47,13 @@ class LestasDynamics(Scenario):
     name = "lestas-dynamics"
     algos = ("lestas",)
     paper = "Lestas et al. (queue length based), Figs. 6-7"
+    # what summarize() and plot() read (a subclass may change them, e.g. the
+    # simulator's paper scale)
+    link_pps: float = LINK_PPS
+    users: tuple[int, int, int] = USERS
+    depth: int = DEPTH
+    q_ref_1500: float = Q_REF_1500
+    frame_bytes: int = 1242
 
     def times(self, smoke: bool) -> tuple[float, float, float]:
         """(users leave, users join, end); paper: 30 s, 45 s, 60 s."""
@@ -55,12 +62,12 @@ class LestasDynamics(Scenario):
     def topology(self, smoke: bool) -> LabTopology:
         return fan_in(max(USERS), LINK_PPS, DEPTH)
 
-    def q_ref_pkts(self, frame_bytes: int = 1242) -> float:
-        return Q_REF_1500 * 1500 / frame_bytes
+    def q_ref_pkts(self, frame_bytes: int | None = None) -> float:
+        return self.q_ref_1500 * 1500 / (frame_bytes or self.frame_bytes)
 
     def flows(self, smoke: bool) -> list[UdpFlow]:
         leave, join, end = self.times(smoke)
-        first, stay, last = USERS
+        first, stay, last = self.users
         out = []
         for i in range(1, first + 1):
             stop = end if i <= stay else leave
@@ -117,15 +124,21 @@ class LestasDynamics(Scenario):
     def summarize(self, runs: dict[str, dict[str, Any]], smoke: bool) -> dict[str, Any]:
         leave, join, end = self.times(smoke)
         q_ref = self.q_ref_pkts()
-        out: dict[str, Any] = {"capacity_pps": LINK_PPS, "q_ref_pkts": round(q_ref, 1)}
-        bounds = [(0.0, leave, USERS[0]), (leave, join, USERS[1]), (join, end, USERS[2])]
+        out: dict[str, Any] = {"capacity_pps": self.link_pps, "q_ref_pkts": round(q_ref, 1)}
+        bounds = [
+            (0.0, leave, self.users[0]),
+            (leave, join, self.users[1]),
+            (join, end, self.users[2]),
+        ]
         for algo, run in runs.items():
             link = run["link"]
             phases = []
             for a, b, n in bounds:
                 mid = (a + b) / 2  # the second half: after the transient
                 active = [
-                    u for u, s in run["users"].items() if window_mean(s, mid, b) > 0.05 * LINK_PPS
+                    u
+                    for u, s in run["users"].items()
+                    if window_mean(s, mid, b) > 0.5 * self.link_pps / max(self.users)
                 ]
                 rates = [window_mean(run["users"][u], mid, b) for u in active]
                 phases.append(
@@ -133,7 +146,7 @@ class LestasDynamics(Scenario):
                         "window_s": [mid, b],
                         "users": n,
                         "users_seen": len(active),
-                        "fair_pps": round(LINK_PPS / n, 1),
+                        "fair_pps": round(self.link_pps / n, 1),
                         "mean_rate_pps": round(sum(rates) / len(rates), 1) if rates else 0,
                         "jain": round(jain(rates), 3),
                         "utilisation": mean(in_window(link, "util", mid, b)),
@@ -147,7 +160,7 @@ class LestasDynamics(Scenario):
                 "settled_queue_pkts": mean(settled),
                 "settled_queue_over_q_ref": round(mean(settled) / q_ref, 2) if settled else None,
                 "max_queue_pkts": round(max(queues), 1) if queues else None,
-                "buffer_pkts": DEPTH,
+                "buffer_pkts": self.depth,
                 "drops_after_transient_pkts": run["drops"]["after_transient"],
                 "drops_total_pkts": run["drops"]["total"],
                 "sender_detected_losses": run["sender_losses"],
@@ -161,8 +174,10 @@ class LestasDynamics(Scenario):
         q_ref = self.q_ref_pkts()
         for algo, run in runs.items():
             leave, join, _ = run["leave_join_end_s"]
-            fig, axes = plots.figure(4, f"Users leave and join in bulk ({algo}): 6 -> 2 -> 10")
-            for name in ("user1", f"user{USERS[0]}", f"user{USERS[2]}-join"):
+            fig, axes = plots.figure(
+                4, f"Users leave and join in bulk ({algo}): " + " -> ".join(map(str, self.users))
+            )
+            for name in ("user1", f"user{self.users[0]}", f"user{self.users[2]}-join"):
                 s = run["windows"].get(name, [])
                 if s:
                     axes[0].plot([p[0] for p in s], [p[1] for p in s], label=name)
@@ -185,7 +200,7 @@ class LestasDynamics(Scenario):
             axes[2].set_ylim(0, 1.3)
             axes[3].plot(link["t"], link["queue_pkts"], label="queue (mean per period)")
             axes[3].axhline(q_ref, color="k", ls=":", label=f"q_ref {q_ref:.0f}")
-            axes[3].axhline(DEPTH, color="r", ls="--", lw=0.8, label=f"buffer {DEPTH}")
+            axes[3].axhline(self.depth, color="r", ls="--", lw=0.8, label=f"buffer {self.depth}")
             axes[3].set_ylabel("queue (pkt)")
             axes[3].legend(loc="upper right", fontsize=8)
             axes[3].set_xlabel("time (s)")

@@ -34,7 +34,7 @@ Q_REF_1500 = 10
 TOLERANCE = 0.15
 
 
-def max_min(links: tuple[int, ...]) -> dict[str, float]:
+def max_min(links: tuple[float, ...]) -> dict[str, float]:
     """One long flow over every link, one cross flow per link (equal counts, as
     the paper's 20 + 20 per link): the long flow gets half the narrowest link,
     each cross flow the rest of its link."""
@@ -49,6 +49,10 @@ class ParkingLot(Scenario):
     name = "parking-lot"
     algos = ("lestas",)
     paper = "Lestas et al. (queue length based), Figs. 8-9"
+    # what summarize() and plot() read (a subclass may change them, e.g. the
+    # simulator's paper scale)
+    links_pps: tuple[float, ...] = LINKS_PPS
+    q_ref_frames: float = Q_REF_1500 * 1500 / 1242
 
     def duration(self, smoke: bool) -> float:
         return 9.0 if smoke else 30.0
@@ -96,7 +100,7 @@ class ParkingLot(Scenario):
         }
 
     def summarize(self, runs: dict[str, dict[str, Any]], smoke: bool) -> dict[str, Any]:
-        expected = max_min(LINKS_PPS)
+        expected = max_min(self.links_pps)
         out: dict[str, Any] = {"expected_pps": expected, "tolerance": TOLERANCE}
         for algo, run in runs.items():
             dur = run["duration_s"]
@@ -105,7 +109,7 @@ class ParkingLot(Scenario):
             errors = {n: round(abs(final[n] - e) / e, 3) for n, e in expected.items()}
             links = {
                 name: {
-                    "capacity_pps": LINKS_PPS[i],
+                    "capacity_pps": self.links_pps[i],
                     "utilisation": mean(in_window(port, "util", a, dur)),
                     "mean_queue_pkts": mean(in_window(port, "queue_pkts", a, dur)),
                     "max_queue_pkts": round(max(in_window(port, "queue_pkts", 1.0, dur)), 1),
@@ -126,10 +130,10 @@ class ParkingLot(Scenario):
 
     def plot(self, run_dir: Path, runs: dict[str, dict[str, Any]]) -> list[Path]:
         paths = []
-        expected = max_min(LINKS_PPS)
-        q_ref = Q_REF_1500 * 1500 / 1242
+        expected = max_min(self.links_pps)
+        q_ref = self.q_ref_frames
         for algo, run in runs.items():
-            fig, axes = plots.figure(3, f"Parking lot, {len(LINKS_PPS)} links ({algo})")
+            fig, axes = plots.figure(3, f"Parking lot, {len(self.links_pps)} links ({algo})")
             for name, s in run["flows"].items():
                 if s:
                     line = axes[0].plot([p[0] for p in s], [p[1] for p in s], label=name)[0]

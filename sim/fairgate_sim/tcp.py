@@ -1,0 +1,399 @@
+"""A minimal TCP (Reno with NewReno partial acks) for the simulator's TCP scenarios.
+
+``TcpFlow`` is one client connection that uploads ``size`` bytes, half-closes and waits
+for the server's FIN (like ``fairgate_hosts.traffic.client``); ``TcpServer`` is the
+sink (``traffic.server``): it acks every segment, and once all data and the client's
+FIN are in it sends its own FIN (FIN+ACK, one packet).
+
+Modelled: the 3-way handshake with SYN retransmission (initial SYN RTO 1 s, doubling,
+``syn_retries`` retries as Linux's ``tcp_syn_retries``, then the connect fails), slow
+start from an initial window (1 segment when the SYN was retransmitted, RFC 5681),
+congestion avoidance (+1 segment per window), fast retransmit on ``dupthresh`` duplicate
+acks and fast recovery with window inflation and NewReno partial acks, the
+retransmission timeout of ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298, Linux's floor
+RTO >= SRTT + 200 ms) with exponential backoff and go-back-N, Karn's rule (one timed
+segment per flight, no sample from retransmissions; the SYN-ACK samples the last SYN,
+as timestamps would), and FIN as one sequence number retransmitted like data.
+
+Not modelled: receive window and flow control (the window is the cwnd), delayed acks,
+SACK, timestamps, ECN, RST, TIME_WAIT, Nagle, segment sizes below the MSS except the
+last, header options, the server's own retransmissions (a lost FIN+ACK is recovered by
+the client retransmitting its FIN) and SYN-ACK retries. Sequence numbers count bytes
+from 0 in each direction (no ISN; SYN and FIN take one number each only for the FIN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fairgate_hosts.rtt import RttEstimator
+from fairgate_p4 import generated as g
+from fairgate_sim.engine import Clock
+from fairgate_sim.network import SimHost
+from fairgate_sim.packet import TCP, Packet
+
+SYN, ACK, FIN = g.TCP_FLAG_SYN, g.TCP_FLAG_ACK, g.TCP_FLAG_FIN
+#: Ethernet 14 + IPv4 20 + TCP 20 + timestamps option 12 (Linux on a 1500 B MTU veth).
+TCP_HEADER_BYTES = 66
+SERVER_PORT = 5001
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class TcpConfig:
+    mss: int = 1448
+    header_bytes: int = TCP_HEADER_BYTES
+    init_cwnd: int = 10  # Linux's IW10
+    syn_rto_s: float = 1.0
+    syn_retries: int = 6  # Linux's default tcp_syn_retries (the session lab sets 3)
+    data_retries: int = 15  # consecutive timeouts before giving up (tcp_retries2)
+    dupthresh: int = 3
+    min_rto_s: float = 0.2
+    max_rto_s: float = 120.0
+    max_cwnd: float = 100_000.0
+
+    def __post_init__(self) -> None:
+        if self.mss < 1 or self.init_cwnd < 1 or self.dupthresh < 1:
+            raise ValueError("mss, init_cwnd and dupthresh must be >= 1")
+        if self.syn_retries < 0 or self.data_retries < 0:
+            raise ValueError("retry counts must be >= 0")
+        if not 0 < self.min_rto_s <= self.max_rto_s or not self.syn_rto_s > 0:
+            raise ValueError("need 0 < min_rto_s <= max_rto_s and syn_rto_s > 0")
+
+
+@dataclass(eq=False)
+class Timer:
+    """One restartable deadline with at most one pending clock event per earlier
+    deadline: moving it later costs nothing until the old event fires."""
+
+    clock: Clock
+    fire: Callable[[], None]
+    deadline: float | None = None
+    _scheduled: float | None = None
+
+    def set(self, t: float) -> None:
+        self.deadline = t
+        if self._scheduled is None or self._scheduled > t:
+            self._scheduled = t
+            self.clock.at(t, self._check, t)
+
+    def cancel(self) -> None:
+        self.deadline = None
+
+    def _check(self, t: float) -> None:
+        if self._scheduled != t:
+            return  # superseded by an earlier event
+        self._scheduled = None
+        d = self.deadline
+        if d is None:
+            return
+        if d > self.clock.now + _EPS:
+            self._scheduled = d
+            self.clock.at(d, self._check, d)
+            return
+        self.deadline = None
+        self.fire()
+
+
+@dataclass(eq=False)
+class TcpFlow:
+    """One client connection; ``start()`` sends the first SYN. ``on_end`` is called once
+    with the flow when it completes (server FIN received) or fails ("timeout")."""
+
+    clock: Clock
+    host: SimHost
+    dst: str
+    size: int
+    cfg: TcpConfig = field(default_factory=TcpConfig)
+    dport: int = SERVER_PORT
+    on_end: Callable[[TcpFlow], None] | None = None
+    state: str = "closed"  # closed, syn_sent, established, done
+    outcome: str | None = None
+    sport: int = 0
+    start_s: float | None = None
+    connect_s: float | None = None  # handshake time (from start)
+    end_s: float | None = None
+    syn_attempts: int = 0
+    retransmits: int = 0  # data and FIN segments sent again
+    timeouts: int = 0
+    fast_retransmits: int = 0
+    cwnd: float = 0.0
+    ssthresh: float = float("inf")
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError("a flow has at least one byte")
+        c = self.cfg
+        self.nseg = -(-self.size // c.mss)  # data segments; index nseg is the FIN
+        self.rtt = RttEstimator(
+            min_rto_us=round(c.min_rto_s * 1e6),
+            max_rto_us=round(c.max_rto_s * 1e6),
+            initial_rto_us=round(c.syn_rto_s * 1e6),
+        )
+        self.timer = Timer(self.clock, self._on_timer)
+        self.una = 0  # first unacknowledged segment index
+        self.nxt = 0  # next segment index to send
+        self.high = 0  # one past the highest index ever sent
+        self.dupacks = 0
+        self.in_recovery = False
+        self.recover = 0
+        self.backoffs = 0  # consecutive timeouts
+        self._timing: tuple[int, float] | None = None  # (segment index, sent at)
+        self._syn_at = 0.0
+
+    # ---- queries ---------------------------------------------------------------
+    @property
+    def fct_s(self) -> float | None:
+        if self.outcome != "completed" or self.start_s is None or self.end_s is None:
+            return None
+        return self.end_s - self.start_s
+
+    @property
+    def phase(self) -> str:
+        if self.state == "done":
+            return "done"
+        if self.state in ("closed", "syn_sent"):
+            return "connect" if self.state == "syn_sent" else "not_started"
+        return "wait_eof" if self.high > self.nseg else "send"
+
+    @property
+    def bytes_sent(self) -> int:
+        return min(self.size, self.high * self.cfg.mss)
+
+    def rto_s(self) -> float:
+        return self.rtt.rto_us * 1e-6
+
+    # ---- actions ---------------------------------------------------------------
+    def start(self) -> None:
+        self.state = "syn_sent"
+        self.start_s = self.clock.now
+        self.sport = self.host.bind(self.on_packet)
+        self._send_syn()
+
+    def _send_syn(self) -> None:
+        self.syn_attempts += 1
+        self._syn_at = self.clock.now
+        self._emit(SYN, 0, 0, 0)
+        self.timer.set(self.clock.now + self.cfg.syn_rto_s * 2 ** (self.syn_attempts - 1))
+
+    def _emit(self, flags: int, seq: int, ack: int, length: int) -> None:
+        h = self.host
+        pkt = Packet(h.ip, self.dst, self.sport, self.dport, self.cfg.header_bytes + length, TCP)
+        pkt.tcp_flags, pkt.seq, pkt.ack, pkt.length = flags, seq, ack, length
+        h.send(pkt)
+
+    def _send_segment(self, i: int) -> None:
+        now = self.clock.now
+        if i < self.high:
+            self.retransmits += 1
+            self._timing = None  # Karn: no sample across a retransmission
+        elif self._timing is None:
+            self._timing = (i, now)
+        if i == self.nseg:
+            self._emit(FIN | ACK, self.size, 1, 0)
+        else:
+            seq = i * self.cfg.mss
+            self._emit(ACK, seq, 1, min(self.cfg.mss, self.size - seq))
+        if i + 1 > self.high:
+            self.high = i + 1
+        if self.timer.deadline is None:
+            self.timer.set(now + self.rto_s())
+
+    def _push(self) -> None:
+        limit = self.una + max(1, int(self.cwnd))
+        while self.nxt <= self.nseg and self.nxt < limit:
+            self._send_segment(self.nxt)
+            self.nxt += 1
+
+    def _done(self, outcome: str) -> None:
+        self.state = "done"
+        self.outcome = outcome
+        self.end_s = self.clock.now
+        self.timer.cancel()
+        self.host.unbind(self.sport)
+        if self.on_end is not None:
+            self.on_end(self)
+
+    # ---- events ----------------------------------------------------------------
+    def on_packet(self, pkt: Packet) -> None:
+        flags = pkt.tcp_flags
+        if self.state == "syn_sent":
+            if flags & SYN and flags & ACK:
+                now = self.clock.now
+                self.connect_s = now - (self.start_s or 0.0)
+                self.rtt.sample(round((now - self._syn_at) * 1e6))
+                self.state = "established"
+                self.cwnd = 1.0 if self.syn_attempts > 1 else float(self.cfg.init_cwnd)
+                self.timer.cancel()
+                self._emit(ACK, 0, 1, 0)
+                self._push()
+            return
+        if self.state != "established":
+            return
+        if flags & ACK:
+            self._on_ack(self._acked_index(pkt.ack), dup_ok=not flags & FIN and not pkt.length)
+        if flags & FIN and self.una > self.nseg:
+            self._emit(ACK, self.size + 1, pkt.seq + 1, 0)
+            self._done("completed")
+
+    def _acked_index(self, ack: int) -> int:
+        if ack > self.size:
+            return self.nseg + 1
+        return self.nseg if ack == self.size else ack // self.cfg.mss
+
+    def _on_ack(self, a: int, dup_ok: bool) -> None:
+        c = self.cfg
+        now = self.clock.now
+        if a > self.una:
+            newly = a - self.una
+            timing = self._timing
+            if timing is not None and a > timing[0]:
+                self.rtt.sample(round((now - timing[1]) * 1e6))
+                self._timing = None
+            self.rtt.backoff = 0
+            self.backoffs = 0
+            if self.in_recovery:
+                if a >= self.recover:
+                    self.in_recovery = False
+                    self.cwnd = self.ssthresh
+                else:  # NewReno partial ack: the next hole is lost too
+                    self.cwnd = max(1.0, self.cwnd - newly + 1)
+                    self._send_segment(a)
+            elif self.cwnd < self.ssthresh:
+                self.cwnd = min(self.cwnd + newly, c.max_cwnd)
+            else:
+                self.cwnd = min(self.cwnd + newly / self.cwnd, c.max_cwnd)
+            self.una = a
+            self.dupacks = 0
+            if self.nxt < a:
+                self.nxt = a
+            if a > self.nseg:
+                self.timer.cancel()  # everything, FIN included, is acknowledged
+            else:
+                self.timer.set(now + self.rto_s())
+        elif dup_ok and a == self.una and self.high > self.una:
+            self.dupacks += 1
+            if self.in_recovery:
+                self.cwnd += 1.0
+            elif self.dupacks == c.dupthresh and self.una >= self.recover:
+                self.ssthresh = max((self.nxt - self.una) / 2.0, 2.0)
+                self.in_recovery = True
+                self.recover = self.high
+                self.fast_retransmits += 1
+                self._send_segment(self.una)
+                self.cwnd = self.ssthresh + c.dupthresh
+                self.timer.set(now + self.rto_s())
+        self._push()
+
+    def _on_timer(self) -> None:
+        if self.state == "syn_sent":
+            if self.syn_attempts > self.cfg.syn_retries:
+                self._done("timeout")
+            else:
+                self._send_syn()
+            return
+        if self.state != "established" or self.una > self.nseg:
+            return
+        self.timeouts += 1
+        self.backoffs += 1
+        if self.backoffs > self.cfg.data_retries:
+            self._done("timeout")
+            return
+        self.ssthresh = max((self.nxt - self.una) / 2.0, 2.0)
+        self.cwnd = 1.0
+        self.in_recovery = False
+        self.recover = self.high
+        self.dupacks = 0
+        self._timing = None
+        self.rtt.on_timeout()
+        self.nxt = self.una  # go back N
+        self.timer.set(self.clock.now + self.rto_s())
+        self._push()
+
+
+@dataclass(eq=False)
+class _Conn:
+    rcv_nxt: int = 0
+    ooo: dict[int, int] = field(default_factory=dict)  # seq -> length above rcv_nxt
+    fin_seq: int | None = None
+    closed: bool = False  # our FIN sent
+
+
+@dataclass(eq=False)
+class ServerStats:
+    syns: int = 0
+    connections: int = 0
+    completed: int = 0
+    bytes: int = 0
+    fins_sent: int = 0
+
+
+@dataclass(eq=False)
+class TcpServer:
+    """The sink on ``host:port``. ``hold_s`` delays every packet it sends (the labs'
+    ack-delay RTT emulation, applied to TCP)."""
+
+    clock: Clock
+    host: SimHost
+    port: int = SERVER_PORT
+    header_bytes: int = TCP_HEADER_BYTES
+    hold_s: float = 0.0
+    conns: dict[tuple[str, int], _Conn] = field(default_factory=dict)
+    stats: ServerStats = field(default_factory=ServerStats)
+
+    def __post_init__(self) -> None:
+        self.host.bind(self.on_packet, self.port)
+
+    def _send(self, to: Packet, flags: int, seq: int, ack: int) -> None:
+        pkt = Packet(self.host.ip, to.src, self.port, to.sport, self.header_bytes, TCP)
+        pkt.tcp_flags, pkt.seq, pkt.ack = flags, seq, ack
+        if self.hold_s > 0:
+            self.clock.after(self.hold_s, self.host.send, pkt)
+        else:
+            self.host.send(pkt)
+
+    def on_packet(self, pkt: Packet) -> None:
+        key = (pkt.src, pkt.sport)
+        flags = pkt.tcp_flags
+        if flags & SYN:
+            self.stats.syns += 1
+            if key not in self.conns:
+                self.conns[key] = _Conn()
+                self.stats.connections += 1
+            self._send(pkt, SYN | ACK, 0, 1)
+            return
+        conn = self.conns.get(key)
+        if conn is None:
+            return  # no RST modelled
+        if conn.closed:
+            if flags & FIN:
+                self._send(pkt, FIN | ACK, 0, conn.rcv_nxt)  # our FIN+ACK was lost
+            elif pkt.length:
+                self._send(pkt, ACK, 1, conn.rcv_nxt)
+            else:
+                del self.conns[key]  # the last ack
+            return
+        if pkt.length:
+            self._data(conn, pkt.seq, pkt.length)
+        if flags & FIN:
+            conn.fin_seq = pkt.seq
+        if conn.fin_seq is not None and conn.rcv_nxt == conn.fin_seq:
+            conn.rcv_nxt += 1
+            conn.closed = True
+            self.stats.completed += 1
+            self.stats.fins_sent += 1
+            self._send(pkt, FIN | ACK, 0, conn.rcv_nxt)
+        elif pkt.length or flags & FIN:
+            self._send(pkt, ACK, 1, conn.rcv_nxt)
+
+    def _data(self, conn: _Conn, seq: int, length: int) -> None:
+        if seq == conn.rcv_nxt:
+            conn.rcv_nxt += length
+            self.stats.bytes += length
+            while conn.rcv_nxt in conn.ooo:
+                n = conn.ooo.pop(conn.rcv_nxt)
+                conn.rcv_nxt += n
+                self.stats.bytes += n
+        elif seq > conn.rcv_nxt:
+            conn.ooo[seq] = length

@@ -1,0 +1,245 @@
+"""The simulator's TCP model, deterministically: slow start doubles per RTT, a loss
+halves the window and congestion avoidance adds one segment per RTT, timeouts back off
+exponentially, SYN retries follow Linux's schedule, flows complete over lossy links,
+and SYNs/FINs meet the switch's gate and session counters."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from fairgate_p4 import generated as g
+from fairgate_sim.network import Network
+from fairgate_sim.packet import Packet
+from fairgate_sim.tcp import SYN, TcpConfig, TcpFlow, TcpServer
+from fairgate_sim.topo import NetBuilder
+
+RTT = 0.1
+FAST = 125e6  # 1 Gbit/s: no queueing in these tests
+
+
+def _net(rate_Bps: float = FAST, one_way_s: float = RTT / 2, depth: int = 64) -> Network:
+    """Client c and server s on one switch; each access link has half the one-way delay."""
+    b = NetBuilder()
+    s1 = b.add_switch("s1")
+    b.add_host("c", s1, rate_Bps, delay_s=one_way_s / 2, depth=depth)
+    b.add_host("s", s1, rate_Bps, delay_s=one_way_s / 2, depth=depth)
+    return Network(b.build())
+
+
+def _filter(net: Network, host: str, port: int, drop: Callable[[Packet], bool]) -> None:
+    """Packets for ``host:port`` pass ``drop`` first (True: lost)."""
+    inner = net.hosts[host].handlers[port]
+
+    def handler(pkt: Packet) -> None:
+        if not drop(pkt):
+            inner(pkt)
+
+    net.hosts[host].handlers[port] = handler
+
+
+def _flow(net: Network, size: int, cfg: TcpConfig | None = None) -> tuple[TcpFlow, TcpServer]:
+    server = TcpServer(net.clock, net.hosts["s"])
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), size, cfg or TcpConfig())
+    flow.start()
+    return flow, server
+
+
+def _data_arrivals(net: Network, log: list[tuple[float, int]]) -> Callable[[Packet], bool]:
+    def seen(pkt: Packet) -> bool:
+        if pkt.length:
+            log.append((net.clock.now, pkt.seq))
+        return False
+
+    return seen
+
+
+def test_slow_start_doubles_per_rtt() -> None:
+    net = _net()
+    cfg = TcpConfig()
+    flow, server = _flow(net, 1000 * cfg.mss, cfg)
+    log: list[tuple[float, int]] = []
+    _filter(net, "s", 5001, _data_arrivals(net, log))
+    net.run(3.0)
+    assert flow.outcome == "completed"
+    assert server.stats.bytes == 1000 * cfg.mss
+    first = log[0][0]  # handshake (1 RTT) + one way, then a flight per RTT
+    assert first == pytest.approx(1.5 * RTT, abs=0.002)
+    rounds = [0] * 6
+    for t, _seq in log:
+        k = int((t - first + RTT / 2) // RTT)
+        if k < len(rounds):
+            rounds[k] += 1
+    assert rounds == [10, 20, 40, 80, 160, 320]
+    assert flow.retransmits == 0 and flow.timeouts == 0
+    # Handshake, then 10+20+...+320 = 630 segments in 6 RTTs; the other 370 and the FIN
+    # go in the 7th flight, whose acks bring the server's FIN: 8 RTTs.
+    assert flow.fct_s == pytest.approx(RTT * 8, abs=0.01)
+
+
+def test_one_loss_halves_the_window_then_one_segment_per_rtt() -> None:
+    net = _net()
+    cfg = TcpConfig(init_cwnd=2)
+    flow, server = _flow(net, 400 * cfg.mss, cfg)
+    lost = {100 * cfg.mss}
+
+    def drop_once(pkt: Packet) -> bool:
+        if pkt.length and pkt.seq in lost:
+            lost.discard(pkt.seq)
+            return True
+        return False
+
+    _filter(net, "s", 5001, drop_once)
+    trace: list[tuple[float, float, bool, int]] = []
+
+    def sample() -> None:
+        trace.append((net.clock.now, flow.cwnd, flow.in_recovery, flow.nxt - flow.una))
+        net.clock.after(0.001, sample)
+
+    net.clock.at(0.0, sample)
+    net.run(8.0)
+    assert flow.outcome == "completed"
+    assert server.stats.bytes == 400 * cfg.mss
+    assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 1
+    # Slow start from 2: flights of 2, 4, ..., 32, then 64 (segments 62-125). The acks
+    # of 62-99 grow the window (and the flight) to 64 + 38 = 102 before the third
+    # duplicate ack: ssthresh = 102 / 2.
+    assert flow.ssthresh == 51.0
+    start = next(i for i, s in enumerate(trace) if s[2])
+    assert trace[start - 1][1] >= 64  # in the 64-segment flight just before
+    end = next(i for i in range(start, len(trace)) if not trace[i][2])
+    assert trace[end][1] == pytest.approx(51.0, abs=0.1)  # deflated to ssthresh
+    # Congestion avoidance: +1 segment per RTT (acks for ~cwnd segments per RTT).
+    t0, w0 = trace[end][0], trace[end][1]
+    later = next(s for s in trace if s[0] >= t0 + 4 * RTT)
+    assert later[1] - w0 == pytest.approx(4.0, abs=0.6)
+
+
+def test_rto_backs_off_exponentially_and_gives_up() -> None:
+    net = _net()
+    cfg = TcpConfig(data_retries=4)
+    flow, _server = _flow(net, 10 * cfg.mss, cfg)
+    tries: list[float] = []
+
+    def blackhole(pkt: Packet) -> bool:
+        if pkt.length and pkt.seq == 0:
+            tries.append(net.clock.now)
+        return bool(pkt.length)
+
+    _filter(net, "s", 5001, blackhole)
+    net.run(60.0)
+    # SYN-ACK sample R = 0.1 s: RTO = R + max(4 * R/2, 0.2) = 0.3 s, then 0.6, 1.2, ...
+    gaps = [round(b - a, 6) for a, b in zip(tries, tries[1:], strict=False)]
+    assert gaps == pytest.approx([0.3, 0.6, 1.2, 2.4], abs=1e-4)
+    assert flow.outcome == "timeout" and flow.timeouts == 5
+    # Sent one way earlier than seen; the fifth timeout (4.8 s) gives up.
+    assert flow.end_s == pytest.approx(tries[-1] - RTT / 2 + 4.8, abs=1e-3)
+
+
+def test_syn_retries_follow_linux_schedule() -> None:
+    net = _net()
+    cfg = TcpConfig(syn_retries=3)
+    flow, server = _flow(net, 5000, cfg)
+    syns: list[float] = []
+
+    def drop_syns(pkt: Packet) -> bool:
+        if pkt.tcp_flags & SYN:
+            syns.append(net.clock.now)
+            return True
+        return False
+
+    _filter(net, "s", 5001, drop_syns)
+    net.run(30.0)
+    d = RTT / 2
+    assert syns == pytest.approx([d, 1 + d, 3 + d, 7 + d], abs=1e-4)
+    assert flow.outcome == "timeout" and flow.phase == "done"
+    assert flow.syn_attempts == 4 and flow.end_s == pytest.approx(15.0)
+    assert server.stats.connections == 0
+
+
+def test_syn_retry_then_connect_starts_at_one_segment() -> None:
+    net = _net()
+    flow, _server = _flow(net, 20 * 1448)
+    dropped = [0]
+
+    def drop_two(pkt: Packet) -> bool:
+        if pkt.tcp_flags & SYN and dropped[0] < 2:
+            dropped[0] += 1
+            return True
+        return False
+
+    _filter(net, "s", 5001, drop_two)
+    log: list[tuple[float, int]] = []
+    _filter(net, "s", 5001, _data_arrivals(net, log))
+    net.run(10.0)
+    assert flow.syn_attempts == 3
+    assert flow.connect_s == pytest.approx(3.0 + RTT, abs=1e-4)
+    first = [t for t, _ in log if t < log[0][0] + RTT / 2]
+    assert len(first) == 1  # IW = 1 after a lost SYN (RFC 5681)
+    assert flow.outcome == "completed"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_flow_completes_over_a_lossy_path(seed: int) -> None:
+    net = _net()
+    rng = random.Random(seed)
+    flow, server = _flow(net, 300 * 1448)
+    lossy = lambda _pkt: rng.random() < 0.05  # noqa: E731
+    _filter(net, "s", 5001, lossy)
+    _filter(net, "c", flow.sport, lossy)  # acks, SYN-ACK and FIN+ACK too
+    net.run(200.0)
+    assert flow.outcome == "completed"
+    assert server.stats.bytes == 300 * 1448
+    assert flow.retransmits > 0
+    assert flow.fct_s is not None and flow.fct_s > 0
+
+
+def test_drop_tail_bottleneck_shares_and_completes() -> None:
+    """Ten flows through a 1 Mbit/s port with 10 packets of buffer: every byte arrives."""
+    b = NetBuilder()
+    s1, s2 = b.add_switch("s1"), b.add_switch("s2")
+    b.add_link(s1, s2, 125e3, depth=10, reverse_Bps=FAST, delay_s=0.02)
+    b.add_host("c", s1, FAST)
+    b.add_host("s", s2, FAST)
+    net = Network(b.build())
+    server = TcpServer(net.clock, net.hosts["s"])
+    flows = [TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 50 * 1448) for _ in range(10)]
+    for f in flows:
+        f.start()
+    net.run(60.0)
+    assert all(f.outcome == "completed" for f in flows)
+    assert server.stats.bytes == 10 * 50 * 1448
+    assert net.switches["s1"].ports[1].stats.dropped > 0
+    assert sum(f.retransmits for f in flows) > 0
+
+
+def test_syns_and_fins_meet_the_gate_and_session_counters() -> None:
+    b = NetBuilder()
+    s1, s2 = b.add_switch("s1"), b.add_switch("s2")
+    gated, _ = b.add_link(s1, s2, 1.25e6, reverse_Bps=FAST, admission=True)
+    client_port = b.add_host("c", s1, FAST)
+    b.add_host("s", s2, FAST)
+    net = Network(b.build())
+    sw = net.switches["s1"]
+    sw.admission = {gated}
+    sw.set_meter(gated, 1.0, 1)  # one SYN per second, burst 1
+    TcpServer(net.clock, net.hosts["s"])
+    cfg = TcpConfig(syn_retries=0)
+    flows = [TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 3000, cfg) for _ in range(3)]
+    for f in flows:
+        f.start()
+    net.run(5.0)
+    done = [f for f in flows if f.outcome == "completed"]
+    assert len(done) == 1 and sum(f.outcome == "timeout" for f in flows) == 2
+    bits = g.FG_SESSION_EVENT_BITS
+
+    def events(port: int, ev: int) -> int:
+        return sw.events[port << bits | ev]
+
+    assert events(gated, g.FG_EVENT_SYN_ADMITTED) == 1
+    assert events(gated, g.FG_EVENT_SYN_DROPPED) == 2
+    assert events(gated, g.FG_EVENT_FIN) == 1  # the client's FIN
+    assert events(client_port, g.FG_EVENT_FIN) == 1  # the server's, on the reverse path
+    assert sw.stats.syn_red == 2
