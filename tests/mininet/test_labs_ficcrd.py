@@ -1,40 +1,95 @@
-"""Smoke variant of the FICCRD lab (issue #7): ten kernel TCP Reno uploads
-through one BMv2 bottleneck, droptail vs FICCRD, about 50 s."""
+"""Smoke variant of the FICCRD lab (issue #7): ten kernel TCP Reno uploads with
+different access delays (delay-line nodes) through one BMv2 bottleneck,
+droptail vs FICCRD, about 2.5 min. The lab runs once; the tests read its summary."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from fairgate_topo.scenarios.ficcrd import access_delays_ms
 from fairgate_topo.topos import ficcrd_p2p
 
 
 def test_ficcrd_topology_file_is_accepted() -> None:
-    topo = ficcrd_p2p(10, 500, 200)
+    delays = access_delays_ms()
+    topo = ficcrd_p2p(10, 500, 200, delays)
     addresses = {s: (f"127.0.0.1:{5000 + i}", 9000 + i) for i, s in enumerate(topo.switches)}
     doc = topo.topology_json(addresses)
-    assert len(doc["hosts"]) == 20
+    assert len(doc["hosts"]) == 20  # delay-line nodes are not hosts of the controller
     assert topo.queues() == [("s1", 1, 500, 200)]
+    assert {h: topo.hosts[h].delay_ms for h in delays} == delays
+    # The paper's 48 ms RTT for h10 up to 336 ms for h1 (its source 0), all different.
+    assert (2 * delays["h10"], 2 * delays["h1"]) == (48.0, 336.0)
+    assert len(set(delays.values())) == 10
 
 
-def test_ficcrd_is_fairer_and_loses_less_than_droptail(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     from fairgate_topo import lab
 
-    code = lab.main(["--exp", "ficcrd", "--smoke", "--results", str(tmp_path), "--run-id", "t"])
+    results = tmp_path_factory.mktemp("ficcrd")
+    code = lab.main(["--exp", "ficcrd", "--smoke", "--results", str(results), "--run-id", "t"])
     assert code == 0
-    run_dir = tmp_path / "ficcrd" / "t"
-    s = json.loads((run_dir / "summary.json").read_text())
+    run_dir = results / "ficcrd" / "t"
+    return run_dir, json.loads((run_dir / "summary.json").read_text())
+
+
+def test_delay_lines_give_each_source_its_rtt_and_lose_nothing(
+    lab_run: tuple[Path, dict[str, Any]],
+) -> None:
+    run_dir, s = lab_run
     for plot in s["plots"]:
         assert (run_dir / plot).stat().st_size > 1000
-    drop, fic = s["droptail"], s["ficcrd"]
-    # Every flow learned an ER and had its ACK windows rewritten.
+    assert s["rtt_emulation"] == "delay-line"
+    for algo in ("droptail", "ficcrd"):
+        run = s[algo]
+        for host, delay in s["access_delay_ms"].items():
+            # Idle RTT = twice the one-way delay + BMv2 hops and line lateness.
+            rtt = run["base_rtt_ms"][host]
+            assert rtt is not None and 2 * delay <= rtt <= 2 * delay + 5, (algo, host, rtt)
+            line = run["delay_lines"][host]
+            assert line["lost"] == 0 and line["oversize"] == 0, (algo, host, line)
+            assert line["frames_ab"] > 50 and line["frames_ba"] > 30, (algo, host, line)
+    # Every delay line and switch removed its PID file.
+    assert not list(run_dir.rglob("*.pid"))
+
+
+def test_droptail_favours_short_rtts(lab_run: tuple[Path, dict[str, Any]]) -> None:
+    drop = lab_run[1]["droptail"]
+    assert drop["utilisation_pkts"] >= 0.95
+    assert drop["retrans_after_warmup"] > 0
+    # Reno's 1/RTT bias: goodput falls with the base RTT.
+    unfair = drop["rtt_unfairness"]
+    assert unfair["corr_base_rtt_goodput"] < -0.5, drop["normalised_goodput"]
+    assert unfair["short_half_over_long_half"] > 1.3, drop["normalised_goodput"]
+
+
+def test_ficcrd_rewrites_windows_and_loses_nothing(lab_run: tuple[Path, dict[str, Any]]) -> None:
+    drop, fic = lab_run[1]["droptail"], lab_run[1]["ficcrd"]
     rewritten = sum(c.get("windows_rewritten", 0) for c in fic["ficcrd_counters"].values())
     assert rewritten > 1000, fic["ficcrd_counters"]
-    assert fic["jain"] >= 0.95, fic["normalised_goodput"]
-    assert fic["jain"] >= drop["jain"] - 0.01
-    # After slow start FICCRD loses (almost) nothing; droptail keeps losing.
     assert fic["retrans_after_warmup"] <= 2
     assert drop["retrans_after_warmup"] > fic["retrans_after_warmup"]
-    # The queue sits below the buffer, around Q0, not full as with droptail.
     assert fic["queue_pkts"]["mean"] < drop["queue_pkts"]["mean"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known FICCRD limit (docs/labs/ficcrd.md, RTT): the source edge sizes windows as "
+    "ER x max(RD RTT, rtt_min) and the RD loop does not see the access delay, so flows "
+    "with long access RTTs run below ER, MAPR and ER ratchet down and every window "
+    "ends at the 2-segment floor (Jain ~0.7, ~30 % of the link)",
+)
+def test_ficcrd_is_fair_and_fills_the_link_around_q0(
+    lab_run: tuple[Path, dict[str, Any]],
+) -> None:
+    s = lab_run[1]
+    drop, fic = s["droptail"], s["ficcrd"]
+    assert fic["jain"] >= 0.95, fic["normalised_goodput"]
+    assert fic["jain"] >= drop["jain"] - 0.01
+    assert fic["utilisation_pkts"] >= 0.8
     assert 0.4 * s["q0_pkts"] <= fic["queue_pkts"]["mean"] <= 1.2 * s["q0_pkts"]

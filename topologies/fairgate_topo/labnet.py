@@ -6,9 +6,10 @@ their egress queues in packets/s. ``LabNet`` (a context manager) builds it:
 Mininet hosts and ``Bmv2Switch`` nodes, offloads off everywhere, each host with
 a default route via its gateway address and a static ARP entry for the switch
 MAC, BMv2 egress queue rate/depth set with Thrift (``switch_cli.set_queue``),
-and ``topology.json`` written through ``fairgate_controller.topology``. On exit
-(normal, error or Ctrl-C) it calls ``net.stop()``, which stops every switch by
-its PID.
+and ``topology.json`` written through ``fairgate_controller.topology``. A host
+with ``delay_ms`` reaches its switch through a delay-line node (``delaynodes``:
+no netem here). On exit (normal, error or Ctrl-C) it stops the delay lines by
+PID, then calls ``net.stop()``, which stops every switch by its PID.
 
 Queues are set in the **data direction** of a link only (``a`` -> ``b``): BMv2
 queue rates count packets, so acks (as many packets as the data) would meet a
@@ -27,6 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from fairgate_controller.topology import HostSpec, PortSpec, SwitchSpec, Topology, parse
+from fairgate_topo.delaynodes import DelayNodes
 
 DATA_FRAME_BYTES = 1242  # 1200 B UDP payload (rate header included) + 42 B of headers
 DEFAULT_DEPTH = 64  # BMv2's default egress queue depth (packets)
@@ -46,6 +48,7 @@ class LabHost:
     rate_pps: int | None = None  # queue of the switch port towards the host
     depth: int | None = None
     admission: bool = False
+    delay_ms: float | None = None  # one-way delay of the access link (a delay-line node)
 
     @property
     def ip(self) -> str:
@@ -107,10 +110,19 @@ class LabTopology:
         rate_pps: int | None = None,
         depth: int | None = None,
         admission: bool = False,
+        delay_ms: float | None = None,
     ) -> LabHost:
-        """A host on `switch`; `rate_pps` limits the switch port towards it."""
+        """A host on `switch`; `rate_pps` limits the switch port towards it;
+        `delay_ms` delays its access link (both ways) with a delay-line node."""
         host = LabHost(
-            name, len(self.hosts) + 1, switch, self._port(switch), rate_pps, depth, admission
+            name,
+            len(self.hosts) + 1,
+            switch,
+            self._port(switch),
+            rate_pps,
+            depth,
+            admission,
+            delay_ms,
         )
         self.hosts[name] = host
         return host
@@ -206,6 +218,7 @@ class LabNet:
         self.host_sysctls = dict(host_sysctls or {})
         self.net: Any = None
         self.topo_path = self.run_dir / "topology.json"
+        self.delays = DelayNodes(self.run_dir)
 
     def __enter__(self) -> LabNet:
         try:
@@ -246,13 +259,17 @@ class LabNet:
             addresses[name] = (sw.grpc_address, sw.thrift_port)
         for h in topo.hosts.values():
             node = self.net.addHost(h.name, ip=f"{h.ip}/24", mac=h.mac)
-            self.net.addLink(node, self.net.get(h.switch), port2=h.port)
+            if h.delay_ms is None:
+                self.net.addLink(node, self.net.get(h.switch), port2=h.port)
+            else:
+                self.delays.add(self.net, node, self.net.get(h.switch), h.port, h.delay_ms)
         for x in topo.links:
             self.net.addLink(self.net.get(x.a), self.net.get(x.b), port1=x.a_port, port2=x.b_port)
         self.net.build()
         for h in topo.hosts.values():
             self._configure_host(h)
         self.net.start()
+        self.delays.start()
         for sw, port, rate, depth in topo.queues():
             set_queue(addresses[sw][1], port, rate, depth)
         self.topo_path.write_text(json.dumps(topo.topology_json(addresses), indent=2) + "\n")
@@ -267,7 +284,14 @@ class LabNet:
         for key, value in self.host_sysctls.items():
             node.cmd(f"sysctl -qw {shlex.quote(f'{key}={value}')}")
 
+    def stop_delay_lines(self) -> dict[str, dict[str, Any]]:
+        """Stops the delay lines (by PID); their exit counts per host."""
+        return self.delays.stop()
+
     def stop(self) -> None:
         if self.net is not None:
             net, self.net = self.net, None
-            net.stop()
+            try:
+                self.delays.stop()
+            finally:
+                net.stop()

@@ -5,12 +5,18 @@ at the core queue, receive-window rewriting at the source edge).
 Runs ("algorithms" of this scenario): ``droptail`` (controller ``--algo none``)
 and ``ficcrd`` (``--algo none --ficcrd``). Senders are ``tcp_cm`` uploads with
 an unreachable pacing cap (plain kernel TCP), sinks ``traffic.server``.
+
+RTT: no netem here, so each source's access link is a delay-line node
+(``fairgate_topo.delayline``) with the one-way delay ``access_delays_ms()``:
+the paper's 2 + 20 + 2 ms path for every source plus an even spread that makes
+the base RTTs differ by about one droptail queueing delay (docs/labs/ficcrd.md).
 """
 
 from __future__ import annotations
 
 import re
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,12 @@ SMOKE_RUN_S, SMOKE_WARMUP_S = 16.0, 6.0
 SAMPLE_S = 0.5
 UNPACED_KBPS = 1_000_000  # pacing cap far above the bottleneck: plain kernel TCP
 SYSCTLS = {"net.ipv4.tcp_congestion_control": "reno"}
+# One-way delays (ms): the paper's path, 2 ms access + 20 ms bottleneck + 2 ms
+# access, for every source, plus SPREAD_MS per step so that h10 has the paper's
+# 48 ms RTT and h1 (the paper's source 0, the long path) 48 + 2 x 9 x 16 = 336 ms.
+PAPER_ONE_WAY_MS = 2 + 20 + 2
+SPREAD_MS = 16
+BASE_PINGS = 10
 FICCRD_KEYS = (
     "rd_emitted",
     "rd_turned",
@@ -48,6 +60,11 @@ FICCRD_KEYS = (
 )
 
 
+def access_delays_ms() -> dict[str, float]:
+    """One-way delay of each source's access link (both directions)."""
+    return {f"h{i}": float(PAPER_ONE_WAY_MS + SPREAD_MS * (FLOWS - i)) for i in range(1, FLOWS + 1)}
+
+
 def fair_kbps() -> float:
     """The fair share of goodput: the bottleneck's payload rate over the flows."""
     return QUEUE_PPS * MSS * 8 / 1000 / FLOWS
@@ -63,7 +80,7 @@ class Ficcrd(Scenario):
         return (SMOKE_RUN_S, SMOKE_WARMUP_S) if smoke else (RUN_S, WARMUP_S)
 
     def topology(self, smoke: bool) -> LabTopology:
-        return ficcrd_p2p(FLOWS, QUEUE_PPS, DEPTH)
+        return ficcrd_p2p(FLOWS, QUEUE_PPS, DEPTH, access_delays_ms())
 
     def host_sysctls(self) -> dict[str, str]:
         return dict(SYSCTLS)
@@ -82,6 +99,10 @@ class Ficcrd(Scenario):
             "beta 1/16, rtt_min 20 ms (controller defaults)",
             "paper": "10 Mbit/s bottleneck, 200 pkt buffer, 20 ms; access links 2 ms "
             "(source 0: 10 ms), 4 kB packets, Reno, 200 s, goodput over 50-200 s",
+            "rtt": f"delay-line node on each source's access link, one-way "
+            f"{PAPER_ONE_WAY_MS} ms (paper: 2 + 20 + 2) + {SPREAD_MS} ms x (10 - i) for h<i>: "
+            "base RTT 48 ms (h10) to 336 ms (h1, the paper's source 0), evenly spread",
+            "access_delay_ms": access_delays_ms(),
         }
 
     def run(self, ctx: LabContext) -> dict[str, Any]:
@@ -111,10 +132,12 @@ class Ficcrd(Scenario):
             ctx.say(f"  t={elapsed:5.1f}/{run_s:.0f} s  {ctx.algo}: {status(ctx, port)}")
             time.sleep(2.0)
         records = read_jsonl(ctx.records_path)
+        lines = ctx.net.stop_delay_lines()
         return {
             "run_s": run_s,
             "warmup_s": warm_s,
             "base_rtt_ms": base_rtt,
+            "delay_lines": {h: delay_line_summary(c) for h, c in lines.items()},
             "flows": {f"h{i}": sender_log(ctx.log_path(f"tx-h{i}")) for i in range(1, FLOWS + 1)},
             "port": port_columns(records, "s1", port, ctx.t0),
             "ficcrd": ficcrd_totals(records),
@@ -123,9 +146,12 @@ class Ficcrd(Scenario):
     def summarize(self, runs: dict[str, dict[str, Any]], smoke: bool) -> dict[str, Any]:
         fair = fair_kbps()
         out: dict[str, Any] = {
-            "rtt_emulation": "none: no netem; RTT = bottleneck queueing delay + BMv2 hops "
-            "(h1 crosses one extra BMv2 switch, the paper's router 10); base_rtt_ms is "
-            "the measured idle ping RTT per source",
+            "rtt_emulation": "delay-line",
+            "rtt_emulation_detail": "no netem: a userspace delay line (fairgate_topo.delayline) "
+            "on each source's access link; base_rtt_ms (base_rtt_mean_ms) is the minimum "
+            "(mean) of 10 idle pings per source, measured before the traffic (h1 also "
+            "crosses BMv2 switch s0, the paper's router 10)",
+            "access_delay_ms": access_delays_ms(),
             "fair_share_kbps": round(fair, 1),
             "q0_pkts": Q0,
             "buffer_pkts": DEPTH,
@@ -151,14 +177,36 @@ def status(ctx: LabContext, port: int) -> str:
     return f"q {q:4.1f} pkt (Q0 {Q0:g}), drops {r['drop_pkts']}, dep {r['departure_pkts']} pkt"
 
 
-def measure_base_rtt(ctx: LabContext) -> dict[str, float | None]:
-    """Idle RTT of each source to its receiver (5 pings, 20 ms apart)."""
-    out: dict[str, float | None] = {}
+def measure_base_rtt(ctx: LabContext) -> dict[str, dict[str, float] | None]:
+    """Idle RTT of each source to its receiver: BASE_PINGS pings 20 ms apart,
+    all sources at once, before any traffic; min and mean (ms) per source."""
+    procs = {}
     for i in range(1, FLOWS + 1):
-        text = ctx.host(f"h{i}").cmd(f"ping -n -q -c 5 -i 0.02 -W 1 {ctx.ip(f'r{i}')}")
-        m = re.search(r"= [\d.]+/([\d.]+)/", text)
-        out[f"h{i}"] = float(m.group(1)) if m else None
+        cmd = ["ping", "-n", "-q", "-c", str(BASE_PINGS), "-i", "0.02", "-W", "2"]
+        procs[f"h{i}"] = ctx.host(f"h{i}").popen(
+            [*cmd, ctx.ip(f"r{i}")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+    out: dict[str, dict[str, float] | None] = {}
+    for host, proc in procs.items():
+        text, _ = proc.communicate(timeout=30)
+        m = re.search(r"= ([\d.]+)/([\d.]+)/", text.decode(errors="replace"))
+        out[host] = {"min": float(m.group(1)), "mean": float(m.group(2))} if m else None
     return out
+
+
+def delay_line_summary(counts: dict[str, Any]) -> dict[str, Any]:
+    """A delay line's exit counts, reduced: frames each way, every loss, timer error."""
+    lost = sum(counts[d]["dropped_full"] + counts[d]["tx_errors"] for d in ("ab", "ba"))
+    lost += sum(counts["socket_drops"].values()) + counts.get("truncated", 0)
+    return {
+        "delay_ms": counts["delay_ms"],
+        "frames_ab": counts["ab"]["tx"],
+        "frames_ba": counts["ba"]["tx"],
+        "lost": lost,
+        "oversize": counts["oversize"],
+        "max_pending": max(counts["ab"]["max_pending"], counts["ba"]["max_pending"]),
+        "lateness_us": counts["lateness"],
+    }
 
 
 def sender_log(path: Path) -> dict[str, Any]:
@@ -211,6 +259,7 @@ def summarize_run(run: dict[str, Any], fair: float) -> dict[str, Any]:
     dep = sum(port["departure_pkts"][i] for i in idx)
     secs = sum(port["period_s"][i] for i in idx)
     rtts = {h: median_after(f["t"], f["rtt_ms"], warm) for h, f in flows.items()}
+    base_rtt = {h: (v or {}).get("min") for h, v in run["base_rtt_ms"].items()}
     return {
         "normalised_goodput": norm,
         "goodput_kbps": goodput,
@@ -235,8 +284,29 @@ def summarize_run(run: dict[str, Any], fair: float) -> dict[str, Any]:
         },
         "utilisation_pkts": round(dep / (QUEUE_PPS * secs), 3) if secs else None,
         "srtt_ms_median": rtts,
-        "base_rtt_ms": run["base_rtt_ms"],
+        "base_rtt_ms": base_rtt,
+        "base_rtt_mean_ms": {h: (v or {}).get("mean") for h, v in run["base_rtt_ms"].items()},
+        "rtt_unfairness": rtt_unfairness(base_rtt, norm),
+        "delay_lines": run.get("delay_lines", {}),
         "ficcrd_counters": run["ficcrd"],
+    }
+
+
+def rtt_unfairness(base: dict[str, float | None], norm: dict[str, float]) -> dict[str, Any]:
+    """How goodput follows the base RTT: Pearson correlation over the flows, and
+    the mean goodput of the shorter-RTT half over the longer-RTT half (1 = none)."""
+    hosts = sorted((h for h in norm if base.get(h) is not None), key=lambda h: base[h] or 0.0)
+    half = len(hosts) // 2
+    if half < 1:
+        return {}
+    short = statistics.fmean(norm[h] for h in hosts[:half])
+    long = statistics.fmean(norm[h] for h in hosts[-half:])
+    xs = [base[h] or 0.0 for h in hosts]
+    ys = [norm[h] for h in hosts]
+    corr = statistics.correlation(xs, ys) if len(set(xs)) > 1 and len(set(ys)) > 1 else None
+    return {
+        "corr_base_rtt_goodput": None if corr is None else round(corr, 3),
+        "short_half_over_long_half": round(short / long, 3) if long else None,
     }
 
 
@@ -282,12 +352,14 @@ def plot_goodput(path: Path, runs: dict[str, dict[str, Any]], fair: float) -> Pa
             width,
             label=f"{algo} (bottleneck drops {drops})",
         )
-        ax_d.set_xticks(range(len(hosts)), hosts)
+        base = {h: (v or {}).get("min") for h, v in run.get("base_rtt_ms", {}).items()}
+        labels = [f"{h}\n{base[h]:.0f} ms" if base.get(h) else h for h in hosts]
+        ax_d.set_xticks(range(len(hosts)), labels)
     ax_g.axhline(1.0, color="k", ls=":", lw=1)
     ax_g.set_ylabel("goodput / fair share")
     ax_g.legend(fontsize=8)
     ax_d.set_ylabel("retransmissions")
-    ax_d.set_xlabel("source")
+    ax_d.set_xlabel("source (idle RTT)")
     ax_d.xaxis.set_tick_params(labelbottom=True)
     ax_d.legend(fontsize=8)
     return plots.save(fig, path)
