@@ -47,6 +47,7 @@ EDGE_EVENTS = {
     "windows_rewritten": g.FG_EDGE_WINDOW_REWRITTEN,
     "wscale_learned": g.FG_EDGE_WSCALE_LEARNED,
     "flows_started": g.FG_EDGE_FLOW_STARTED,
+    "base_rtts_learned": g.FG_EDGE_BASE_RTT_LEARNED,
 }
 CORE_EVENTS = {
     "mapr_updated": g.FG_CORE_MAPR_UPDATED,

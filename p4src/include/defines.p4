@@ -87,6 +87,7 @@
 #define FG_EDGE_WINDOW_REWRITTEN 4
 #define FG_EDGE_WSCALE_LEARNED 5
 #define FG_EDGE_FLOW_STARTED 6
+#define FG_EDGE_BASE_RTT_LEARNED 7
 /* ficcrd_core_events (port: the output queue whose MAPR/DPF applied) */
 #define FG_CORE_MAPR_UPDATED 0
 #define FG_CORE_MAPR_HELD 1

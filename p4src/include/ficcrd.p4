@@ -147,6 +147,13 @@ control FiccrdEgress(inout headers_t hdr,
     register<bit<32>>(FG_FICCRD_FLOWS) flow_rtt;
     @name(".ficcrd_flow_wscale")
     register<bit<8>>(FG_FICCRD_FLOWS) flow_wscale;
+    /* When the flow's SYN left the edge, then the handshake round trip
+     * (SYN to the sender's next segment), which holds the access delays
+     * that an edge-to-edge RD never sees. 0 = unknown. */
+    @name(".ficcrd_flow_syn_us")
+    register<bit<32>>(FG_FICCRD_FLOWS) flow_syn_us;
+    @name(".ficcrd_flow_base_rtt")
+    register<bit<32>>(FG_FICCRD_FLOWS) flow_base_rtt;
     /* Per output queue (core). */
     @name(".ficcrd_mapr")
     register<bit<32>>(FG_MAX_PORTS) mapr_kbps;
@@ -229,6 +236,8 @@ control FiccrdEgress(inout headers_t hdr,
     bit<32> apr;        /* the flow's arrival rate (edge); MAPR (core) */
     bit<32> er;         /* the flow's explicit rate */
     bit<32> rtt;        /* the flow's RD round trip */
+    bit<32> syn_us;     /* when the flow's SYN left (0: no SYN seen) */
+    bit<32> base_rtt;   /* the flow's handshake round trip (0: unknown) */
     bit<16> packets;    /* packets since the flow's last RD */
     bit<8>  shift;      /* the receiver's window scale */
     bit<19> depth;      /* queue depth last seen at a port */
@@ -290,6 +299,8 @@ control FiccrdEgress(inout headers_t hdr,
         flow_apr.read(apr, idx);
         flow_rtt.read(rtt, idx);
         flow_packets.read(packets, idx);
+        flow_syn_us.read(syn_us, idx);
+        flow_base_rtt.read(base_rtt, idx);
     }
 
     /* A new flow (or a new connection on the same 5-tuple) takes the slot. */
@@ -302,6 +313,7 @@ control FiccrdEgress(inout headers_t hdr,
         rtt = 0;
         packets = 0;
         shift = 0;
+        base_rtt = 0;
         flow_key.write(idx, key);
         flow_window.write(idx, win);
         flow_bytes.write(idx, bytes);
@@ -309,6 +321,13 @@ control FiccrdEgress(inout headers_t hdr,
         flow_er.write(idx, er);
         flow_rtt.write(idx, rtt);
         flow_wscale.write(idx, shift);
+        flow_syn_us.write(idx, syn_us);
+        flow_base_rtt.write(idx, base_rtt);
+    }
+
+    @hidden
+    action write_base_rtt() {
+        flow_base_rtt.write(idx, base_rtt);
     }
 
     @hidden
@@ -338,6 +357,7 @@ control FiccrdEgress(inout headers_t hdr,
         flow_er.read(er, idx);
         flow_rtt.read(rtt, idx);
         flow_wscale.read(shift, idx);
+        flow_base_rtt.read(base_rtt, idx);
     }
 
     @hidden
@@ -454,6 +474,12 @@ control FiccrdEgress(inout headers_t hdr,
             win_now = (bit<32>)(standard_metadata.egress_global_timestamp >> FG_FICCRD_WINDOW_SHIFT);
             read_flow();
             if (stored != key || (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+                /* Only a SYN starts a handshake measurement; a flow first
+                 * seen mid-connection (or evicting another) has none. */
+                syn_us = 0;
+                if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+                    syn_us = now_us;
+                }
                 start_flow();
                 edge_event = FG_EDGE_FLOW_STARTED;
                 edge_counted = true;
@@ -468,6 +494,18 @@ control FiccrdEgress(inout headers_t hdr,
                     bytes = bytes + standard_metadata.packet_length;
                 }
                 write_rate_window();
+                if (base_rtt == 0 && syn_us != 0) {
+                    /* The sender's first segment after its SYN: it has seen
+                     * the SYN-ACK, so SYN -> here is one full round trip,
+                     * access links included. (0 us reads as 1: "known".) */
+                    base_rtt = now_us - syn_us;
+                    if (base_rtt == 0) {
+                        base_rtt = 1;
+                    }
+                    write_base_rtt();
+                    edge_event = FG_EDGE_BASE_RTT_LEARNED;
+                    edge_counted = true;
+                }
             }
             packets = packets + 1;
             if (meta.fc_rd_interval != 0 && packets >= meta.fc_rd_interval
@@ -500,6 +538,13 @@ control FiccrdEgress(inout headers_t hdr,
                     edge_counted = true;
                 } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
                            == TCP_FLAG_ACK && er != FG_RATE_UNLIMITED) {
+                    /* The sender's round trip: the RD's (edge to edge, queues
+                     * included) plus the handshake's (access links; it also
+                     * holds the core's propagation delay and whatever queue
+                     * there was then, so this errs high, which the core's
+                     * DPF corrects, rather than low, which would ratchet
+                     * every window down to the floor). */
+                    rtt = rtt + base_rtt;
                     if (rtt < meta.fc_rtt_min_us) {
                         rtt = meta.fc_rtt_min_us;
                     }

@@ -39,6 +39,8 @@ REGISTERS = (
     "ficcrd_flow_er",
     "ficcrd_flow_rtt",
     "ficcrd_flow_wscale",
+    "ficcrd_flow_syn_us",
+    "ficcrd_flow_base_rtt",
     "ficcrd_mapr",
     "ficcrd_queue_seen",
 )
@@ -449,7 +451,8 @@ class WindowRewrite(FiccrdTest):
     """The source edge learns the receiver's window scale from the SYN-ACK,
     keeps ER and the RD round trip from the backward RD it consumes, and
     lowers the window of ACKs going to the sender to ER x max(RTT, rtt_min)
-    >> wscale, with an incrementally updated TCP checksum equal to a full
+    >> wscale (RTT: the RD's plus the handshake's, both far below rtt_min
+    here), with an incrementally updated TCP checksum equal to a full
     recomputation. SYN options pass byte for byte; a window already below the
     limit is untouched (even its wrong checksum stays wrong)."""
 
@@ -532,6 +535,98 @@ class WindowRewrite(FiccrdTest):
         self.assertEqual(ev[g.FG_EDGE_WSCALE_LEARNED], len(cases))
         self.assertEqual(ev[g.FG_EDGE_RD_CONSUMED], len(cases))
         self.assertGreater(rewritten, 4)
+
+
+class WindowCountsHandshakeRtt(FiccrdTest):
+    """The RD only travels edge to edge, so the source edge also measures each
+    flow's handshake round trip (its SYN leaving to the sender's next segment
+    leaving: access links included) and limits the window to
+    ER x max(RD RTT + handshake RTT, rtt_min). A retransmitted SYN restarts the
+    measurement; a flow first seen mid-connection has none (RD RTT only)."""
+
+    ER = 200  # kbit/s: 300 ms of it is 7.3 kB, a few ms of it is below the 2920 B floor
+
+    def consume_rd(self, sport: int) -> None:
+        _tcp, rds = self.split(self.collect(NET))
+        self.assertEqual(len(rds), 1)
+        fwd = rds[0]
+        self.assertEqual(fwd[FgRd].flow_key, flow_key(H1_IP, H2_IP, sport, 80))
+        back = rd(
+            kind=g.FG_KIND_RD_BACKWARD,
+            key=fwd[FgRd].flow_key,
+            apr=fwd[FgRd].apr_kbps,
+            er=self.ER,
+            ts=fwd[FgRate].ts_us,
+        )
+        self.send(NET, back)  # consumed: nothing comes out
+        self.expect_nothing()
+
+    def window_after(self, sport: int) -> int:
+        ack = from_net(tcp_seg("A", sport=80, dport=sport, src=H2_IP, dst=H1_IP))
+        self.send(NET, ack)
+        out = Ether(self.collect(HOST)[0])
+        self.assertEqual(
+            out[TCP].chksum, Ether(routed_to(out, HOST, window=out[TCP].window))[TCP].chksum
+        )
+        return out[TCP].window
+
+    def runTest(self) -> None:
+        self.set_source(HOST, 1)
+        self.set_edge(HOST, 1000)  # rtt_min 1 ms: below every round trip here
+        self.clone_session(NET)
+        learned0 = self.events(g.COUNTER_FICCRD_EDGE_EVENTS, NET)[g.FG_EDGE_BASE_RTT_LEARNED]
+        rewritten0 = self.events(g.COUNTER_FICCRD_EDGE_EVENTS, HOST)[g.FG_EDGE_WINDOW_REWRITTEN]
+        sport = 43100
+        slot = flow_key(H1_IP, H2_IP, sport, 80) & g.FG_FICCRD_FLOW_MASK
+        syn = tcp_seg("S", sport=sport)
+        self.send(HOST, syn)
+        self.expect(routed_to(syn, NET), NET)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        self.send(HOST, syn)  # retransmitted: the measurement starts again
+        self.expect(routed_to(syn, NET), NET)
+        synack = from_net(tcp_seg("SA", sport=80, dport=sport, src=H2_IP, dst=H1_IP))
+        self.send(NET, synack)
+        self.expect(routed_to(synack, HOST), HOST)
+        time.sleep(0.3)  # the sender's access link, as it were
+        data = tcp_seg(sport=sport, payload=b"d" * 100)
+        self.send(HOST, data)
+        elapsed_us = (time.monotonic() - t0) * 1e6
+        self.expect(routed_to(data, NET), NET)
+        base = self.register("ficcrd_flow_base_rtt", slot)
+        self.assertGreaterEqual(base, 300_000)
+        self.assertLessEqual(base, elapsed_us + 50_000)
+        self.assertLess(base, 500_000, "measured from the first SYN, not the retransmission")
+        self.consume_rd(sport)
+        rtt = self.register("ficcrd_flow_rtt", slot)
+        self.assertGreater(rtt, 0)
+        want = max((self.ER * max(rtt + base, 1000)) >> 13, g.FG_FICCRD_MIN_WINDOW)
+        self.assertGreater(want, g.FG_FICCRD_MIN_WINDOW)
+        self.assertEqual(self.window_after(sport), want)
+
+        # first seen mid-connection: no handshake, the RD round trip alone
+        mid = 43101
+        mid_slot = flow_key(H1_IP, H2_IP, mid, 80) & g.FG_FICCRD_FLOW_MASK
+        data = tcp_seg(sport=mid, payload=b"d" * 100)
+        time.sleep(0.3)
+        self.send(HOST, data)
+        self.expect(routed_to(data, NET), NET)
+        self.consume_rd(mid)
+        self.assertEqual(self.register("ficcrd_flow_base_rtt", mid_slot), 0)
+        rtt = self.register("ficcrd_flow_rtt", mid_slot)
+        want = max((self.ER * max(rtt, 1000)) >> 13, g.FG_FICCRD_MIN_WINDOW)
+        self.assertEqual(self.window_after(mid), want)
+        self.expect_nothing()
+        self.settle()
+        self.assertEqual(
+            self.events(g.COUNTER_FICCRD_EDGE_EVENTS, NET)[g.FG_EDGE_BASE_RTT_LEARNED] - learned0,
+            1,
+        )
+        self.assertEqual(
+            self.events(g.COUNTER_FICCRD_EDGE_EVENTS, HOST)[g.FG_EDGE_WINDOW_REWRITTEN]
+            - rewritten0,
+            2,
+        )
 
 
 class UntouchedTraffic(FiccrdTest):

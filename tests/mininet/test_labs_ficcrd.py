@@ -58,14 +58,21 @@ def test_delay_lines_give_each_source_its_rtt_and_lose_nothing(
     assert not list(run_dir.rglob("*.pid"))
 
 
-def test_droptail_favours_short_rtts(lab_run: tuple[Path, dict[str, Any]]) -> None:
-    drop = lab_run[1]["droptail"]
+def test_droptail_favours_short_rtts_and_ficcrd_does_not(
+    lab_run: tuple[Path, dict[str, Any]],
+) -> None:
+    drop, fic = lab_run[1]["droptail"], lab_run[1]["ficcrd"]
     assert drop["utilisation_pkts"] >= 0.95
     assert drop["retrans_after_warmup"] > 0
-    # Reno's 1/RTT bias: goodput falls with the base RTT.
+    # Reno's 1/RTT bias: goodput falls with the base RTT. 10 s of a smoke run are
+    # noisy (two runs: correlation -0.42 / -0.76, short/long half 1.29 / 1.84; the
+    # 60 s runs in docs/labs/ficcrd.md: -0.57 to -0.95), so the smoke checks the
+    # direction, and that FICCRD takes the bias away.
     unfair = drop["rtt_unfairness"]
-    assert unfair["corr_base_rtt_goodput"] < -0.5, drop["normalised_goodput"]
-    assert unfair["short_half_over_long_half"] > 1.3, drop["normalised_goodput"]
+    assert unfair["corr_base_rtt_goodput"] < -0.2, drop["normalised_goodput"]
+    assert unfair["short_half_over_long_half"] > 1.1, drop["normalised_goodput"]
+    fair = fic["rtt_unfairness"]
+    assert fair["corr_base_rtt_goodput"] > unfair["corr_base_rtt_goodput"] + 0.3, fair
 
 
 def test_ficcrd_rewrites_windows_and_loses_nothing(lab_run: tuple[Path, dict[str, Any]]) -> None:
@@ -77,19 +84,12 @@ def test_ficcrd_rewrites_windows_and_loses_nothing(lab_run: tuple[Path, dict[str
     assert fic["queue_pkts"]["mean"] < drop["queue_pkts"]["mean"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known FICCRD limit (docs/labs/ficcrd.md, RTT): the source edge sizes windows as "
-    "ER x max(RD RTT, rtt_min) and the RD loop does not see the access delay, so flows "
-    "with long access RTTs run below ER, MAPR and ER ratchet down and every window "
-    "ends at the 2-segment floor (Jain ~0.7, ~30 % of the link)",
-)
 def test_ficcrd_is_fair_and_fills_the_link_around_q0(
     lab_run: tuple[Path, dict[str, Any]],
 ) -> None:
     s = lab_run[1]
     drop, fic = s["droptail"], s["ficcrd"]
     assert fic["jain"] >= 0.95, fic["normalised_goodput"]
-    assert fic["jain"] >= drop["jain"] - 0.01
+    assert fic["jain"] > drop["jain"]
     assert fic["utilisation_pkts"] >= 0.8
     assert 0.4 * s["q0_pkts"] <= fic["queue_pkts"]["mean"] <= 1.2 * s["q0_pkts"]

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fairgate_controller.ficcrd import CORE_EVENTS, EDGE_EVENTS
 from fairgate_topo.labnet import LabTopology
 from fairgate_topo.scenarios import plots
 from fairgate_topo.scenarios.base import Scenario
@@ -43,21 +44,7 @@ SYSCTLS = {"net.ipv4.tcp_congestion_control": "reno"}
 PAPER_ONE_WAY_MS = 2 + 20 + 2
 SPREAD_MS = 16
 BASE_PINGS = 10
-FICCRD_KEYS = (
-    "rd_emitted",
-    "rd_turned",
-    "rd_consumed",
-    "rd_stale",
-    "windows_rewritten",
-    "wscale_learned",
-    "flows_started",
-    "mapr_updated",
-    "mapr_held",
-    "apr_unknown",
-    "er_lowered",
-    "er_kept",
-    "mapr_unknown",
-)
+FICCRD_KEYS = (*EDGE_EVENTS, *CORE_EVENTS)  # the controller's record fields
 
 
 def access_delays_ms() -> dict[str, float]:
