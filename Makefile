@@ -33,7 +33,7 @@ help:
 	@echo "                     results/<name>/<run-id>/ (docs/labs.md lists the scenarios)"
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
-	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b]"
+	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
@@ -81,7 +81,7 @@ lab: $(STAMP)
 	  echo " (docs/simulator.md), not on BMv2. Install p4lang's BMv2 for the"; \
 	  echo " real lab (README: The P4 toolchain)."; \
 	  echo "=================================================================="; \
-	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) --out results/sim/$(EXP)-$(SCALE); \
+	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
 	fi
 
 lint: $(STAMP)
@@ -100,7 +100,7 @@ bench: $(STAMP)
 
 sim: $(STAMP)
 	@test -n "$(EXP)" || { echo "make sim: give EXP=<name> (python -m fairgate_sim --help)"; exit 2; }
-	$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) --out results/sim/$(EXP)-$(SCALE)
+	$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache

@@ -6,7 +6,9 @@ Once per control period (the agent's ``period_s``, which follows the carried RTT
 ``SwitchAgent.compute`` -- the same measure_port -> algorithm -> record path as on
 BMv2 -- then applies what the agent would write: every port's ``port_feedback``
 entry (from ``agent.feedback``) and the SYN meters it returned. Only the I/O is
-replaced; P4Runtime latency is taken as zero.
+replaced; P4Runtime latency is taken as zero. With ``ControlConfig.ficcrd`` the
+switches get the controller's FICCRD table entries and clone sessions
+(``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.records import Recorder
 from fairgate_controller.telemetry import Snapshot, counter_deltas
+from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
 
@@ -67,6 +71,12 @@ class SimController:
                     sw.set_feedback(port, kbps, congested)
             for port in agent.windows:
                 sw.set_meter(port, agent.admit.get(port), self.config.meter_burst)
+            if self.config.ficcrd is not None:
+                ficcrd = SimFiccrd()
+                ficcrd.install(
+                    fc.table_entries(topo, name, self.config.ficcrd), fc.clone_sessions(topo, name)
+                )
+                sw.enable_ficcrd(ficcrd)
             self.agents[name] = agent
             clock.at(self.start_s, self._period, name)
 

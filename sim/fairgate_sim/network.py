@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from fairgate_controller.routes import compute_routes
 from fairgate_controller.telemetry import Buckets, queue_buckets, rtt_buckets
@@ -68,7 +69,8 @@ class Network:
         self.by_ip: dict[str, SimHost] = {}
         for name, h in topo.hosts.items():
             sw = self.switches[h.switch]
-            up = OutputPort(self.clock, self.spec.uplinks[name], 0, deliver=sw.receive)
+            deliver = partial(sw.receive, in_port=h.port)
+            up = OutputPort(self.clock, self.spec.uplinks[name], 0, deliver=deliver)
             host = SimHost(name, h.ip, up)
             self.hosts[name] = host
             self.by_ip[h.ip] = host
@@ -79,7 +81,8 @@ class Network:
             if peer is None:
                 out.deliver = self.hosts[pspec.peer].receive
             else:
-                out.deliver = self.switches[peer].receive
+                in_port = int(pspec.peer.split(":")[1])
+                out.deliver = partial(self.switches[peer].receive, in_port=in_port)
             sw.add_port(out)
         for sw_name, routes in compute_routes(topo).items():
             self.switches[sw_name].routes = {r.prefix.split("/")[0]: r.port for r in routes}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fairgate_p4 import generated as g
 
@@ -31,6 +32,16 @@ class Packet:
     seq: int = 0
     ack: int = 0
     length: int = 0
+    # TCP header fields FICCRD reads or writes: the window field (scaled as sent) and
+    # the window-scale option (SYN and SYN-ACK only; None: absent).
+    window: int = 0
+    wscale: int | None = None
+    # FICCRD: the per-hop ingress metadata (``ficcrd.FcMeta``), and whether this is an
+    # egress-to-egress clone on its first egress pass (instance_type E2E_CLONE).
+    fc: Any = None
+    e2e_clone: bool = False
+    # Dropped in egress (mark_to_drop after the queue): the port does not deliver it.
+    dropped: bool = False
     # Set by the switch when the UDP ports say "rate header" (L4Classify's fg_port).
     created: float = 0.0
 

@@ -8,7 +8,9 @@ or ``size / rate_Bps`` for a link. It reaches the next node at
 ``e_i + wire_i + delay``. Only that arrival is an event; egress processing runs
 lazily, in order, for every packet whose ``e_i`` has passed, whenever the port is
 touched (a send, a delivery, a counter read, a table write), so the switch's egress
-rules see the table that was in force at ``e_i``.
+rules see the table that was in force at ``e_i``. The hook is given ``e_i`` too. An
+``eager`` port (a FICCRD switch's: its egress rules keep state across ports and
+enqueue clones) also schedules egress at ``e_i``, so it runs in time order at ``e_i``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from fairgate_sim.engine import Clock
 from fairgate_sim.packet import Packet
 
-EgressHook = Callable[[int, Packet, int], None]
+EgressHook = Callable[[int, Packet, int, float], None]
 Deliver = Callable[[Packet], None]
 
 
@@ -58,6 +60,7 @@ class OutputPort:
     port: int = 0
     egress: EgressHook | None = None
     deliver: Deliver | None = None
+    eager: bool = False
     stats: PortStats = field(default_factory=PortStats)
     _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
     _free_at: float = 0.0
@@ -82,29 +85,31 @@ class OutputPort:
             service = wire = pkt.size / p.rate_Bps  # type: ignore[operator]
         start = self._free_at if self._free_at > now else now
         self._free_at = start + service
+        self.clock.at(start + wire + p.delay_s, self._arrive, pkt)
         if start > now:
             self._pending.append((start, pkt, depth))
             if depth + 1 > self.stats.max_queue:
                 self.stats.max_queue = depth + 1
+            if self.eager:
+                self.clock.at(start, self.drain, start)
         else:
-            self._egress(pkt, depth)
-        self.clock.at(start + wire + p.delay_s, self._arrive, pkt)
+            self._egress(pkt, depth, now)
         return True
 
     def drain(self, now: float) -> None:
         """Run egress for every packet that has left the queue by ``now``."""
         q = self._pending
         while q and q[0][0] <= now:
-            _t, pkt, depth = q.popleft()
-            self._egress(pkt, depth)
+            t, pkt, depth = q.popleft()
+            self._egress(pkt, depth, t)
 
-    def _egress(self, pkt: Packet, depth: int) -> None:
+    def _egress(self, pkt: Packet, depth: int, t: float) -> None:
         self.stats.sent += 1
         self.stats.sent_bytes += pkt.size
         if self.egress is not None:
-            self.egress(self.port, pkt, depth)
+            self.egress(self.port, pkt, depth, t)
 
     def _arrive(self, pkt: Packet) -> None:
         self.drain(self.clock.now)
-        if self.deliver is not None:
+        if self.deliver is not None and not pkt.dropped:
             self.deliver(pkt)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fairgate_sim import labs, labs_cm, labs_udp, sweep, tcp_labs
+from fairgate_sim import ficcrd_lab, labs, labs_cm, labs_udp, sweep, tcp_labs
 from fairgate_sim.network import Network
 from fairgate_sim.simlab import SimLab
 
@@ -39,5 +39,6 @@ def builders() -> dict[str, Builder]:
         "lestas-sweep": sweep.sweep_lab,
         "session-control": tcp_labs.session_control,
         "fct": tcp_labs.fct,
+        "ficcrd": ficcrd_lab.ficcrd,
     }
     return out

@@ -8,6 +8,9 @@ Egress (leaving the queue): ``port_departures``, ``queue_depth_hist`` of enq_qde
 ``rtt_hist`` of the carried RTT on stampable data, then ``port_feedback``:
 ``rate = min(rate, fair_rate)`` (fair rate 0 or no entry stamps nothing) and the
 congestion flag. Counters are monotonic and read as a ``telemetry.Snapshot``.
+With ``ficcrd`` (``ficcrd.SimFiccrd``, what the controller's FICCRD entries install)
+the switch also runs FiccrdIngress after routing and FiccrdEgress after the departure
+telemetry, in the P4's order; its ports then run egress eagerly, at each ``e_i``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from fairgate_controller.telemetry import Buckets, Snapshot
 from fairgate_p4 import generated as g
 from fairgate_p4.header import HEADER_BYTES, RateHeader
 from fairgate_sim.engine import Clock
+from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.meter import PacketMeter
 from fairgate_sim.packet import TCP, Packet
 from fairgate_sim.port import OutputPort
@@ -57,6 +61,7 @@ class SimSwitch:
     admission: set[int] = field(default_factory=set)
     meters: dict[int, PacketMeter] = field(default_factory=dict)
     stats: SwitchStats = field(default_factory=SwitchStats)
+    ficcrd: SimFiccrd | None = None
 
     def __post_init__(self) -> None:
         n = g.FG_MAX_PORTS
@@ -71,7 +76,19 @@ class SimSwitch:
     # ---- control plane -----------------------------------------------------------
     def add_port(self, port: OutputPort) -> None:
         port.egress = self.egress
+        port.eager = self.ficcrd is not None
         self.ports[port.port] = port
+
+    def enable_ficcrd(self, ficcrd: SimFiccrd) -> None:
+        """FICCRD on: its tables, registers and counters; egress runs at each e_i."""
+        self._drain_all()
+        self.ficcrd = ficcrd
+        for p in self.ports.values():
+            p.eager = True
+
+    def _send_clone(self, port: int, pkt: Packet) -> bool:
+        out = self.ports.get(port)
+        return out is not None and out.send(pkt)
 
     def set_feedback(self, port: int, rate_kbps: int, congested: bool) -> None:
         """MODIFY of a port_feedback entry (packets already past egress keep the old one)."""
@@ -89,13 +106,16 @@ class SimSwitch:
     def snapshot(self) -> Snapshot:
         """A wildcard read of every counter array, as the agent's read_snapshot returns it."""
         self._drain_all()
-        return {
+        snap: Snapshot = {
             g.COUNTER_PORT_ARRIVALS: {i: (p, b) for i, (p, b) in enumerate(self.arrivals)},
             g.COUNTER_PORT_DEPARTURES: {i: (p, b) for i, (p, b) in enumerate(self.departures)},
             g.COUNTER_QUEUE_DEPTH_HIST: {i: (n, 0) for i, n in enumerate(self.qhist)},
             g.COUNTER_RTT_HIST: {i: (n, 0) for i, n in enumerate(self.rhist)},
             g.COUNTER_SESSION_EVENTS: {i: (n, 0) for i, n in enumerate(self.events)},
         }
+        if self.ficcrd is not None:
+            snap.update(self.ficcrd.counters())
+        return snap
 
     def _drain_all(self) -> None:
         now = self.clock.now
@@ -103,12 +123,17 @@ class SimSwitch:
             p.drain(now)
 
     # ---- ingress -----------------------------------------------------------------
-    def receive(self, pkt: Packet) -> None:
+    def receive(self, pkt: Packet, in_port: int = -1) -> None:
+        """A packet arriving on ``in_port`` (-1: unknown, e.g. injected by a test)."""
         port = self.routes.get(pkt.dst)
         if port is None:
             self.stats.no_route += 1
             return
         counted = port < g.FG_MAX_PORTS
+        if self.ficcrd is not None:
+            pkt.fc = None
+            if counted:
+                port = self.ficcrd.ingress(pkt, in_port, port)
         if pkt.proto == TCP:
             flags = pkt.tcp_flags
             if flags & _SYN and flags & (_FIN | _RST):
@@ -144,14 +169,18 @@ class SimSwitch:
             self.stats.queue_drops += 1
 
     # ---- egress ------------------------------------------------------------------
-    def egress(self, port: int, pkt: Packet, enq_depth: int) -> None:
+    def egress(self, port: int, pkt: Packet, enq_depth: int, t: float | None = None) -> None:
+        """A packet leaving ``port``'s queue at ``t`` (default: now)."""
         counted = port < g.FG_MAX_PORTS
         base = port << g.FG_HIST_BUCKET_BITS
-        if counted:
+        if counted and not pkt.e2e_clone:  # an RD clone never arrived: not counted
             c = self.departures[port]
             c[0] += 1
             c[1] += pkt.size
             self.qhist[base | bucket_of(self._qb, enq_depth)] += 1
+        if self.ficcrd is not None and counted and (pkt.fc is not None or pkt.e2e_clone):
+            when = self.clock.now if t is None else t
+            self.ficcrd.egress(port, pkt, enq_depth, when, self._send_clone)
         data = pkt.data
         if data is None or not pkt.fg_port or len(data) < HEADER_BYTES:
             return

@@ -14,8 +14,15 @@ retransmission timeout of ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298, Linux's
 RTO >= SRTT + 200 ms) with exponential backoff and go-back-N, Karn's rule (one timed
 segment per flight, no sample from retransmissions; the SYN-ACK samples the last SYN,
 as timestamps would), and FIN as one sequence number retransmitted like data.
+Receive window: every segment carries the window field, the SYN and SYN-ACK the window
+scale option (RFC 7323: windows in SYNs are unscaled, the shift applies only when both
+sides sent the option); the server advertises ``rwnd_bytes`` (a fixed buffer: the app
+reads at once), and the sender keeps at most min(cwnd, snd_wnd) in flight, snd_wnd being
+the window of the latest ACK (a switch may have lowered it: FICCRD), at least one
+segment (a window below one MSS lets one out rather than waiting for a persist probe).
 
-Not modelled: receive window and flow control (the window is the cwnd), delayed acks,
+Not modelled: receive-window autotuning (the default is Linux's tcp_rmem maximum,
+6 MiB, with shift 7), window probes, delayed acks,
 SACK, timestamps, ECN, RST, TIME_WAIT, Nagle, segment sizes below the MSS except the
 last, header options, the server's own retransmissions (a lost FIN+ACK is recovered by
 the client retransmitting its FIN) and SYN-ACK retries. Sequence numbers count bytes
@@ -37,7 +44,22 @@ SYN, ACK, FIN = g.TCP_FLAG_SYN, g.TCP_FLAG_ACK, g.TCP_FLAG_FIN
 #: Ethernet 14 + IPv4 20 + TCP 20 + timestamps option 12 (Linux on a 1500 B MTU veth).
 TCP_HEADER_BYTES = 66
 SERVER_PORT = 5001
+RWND_DEFAULT = 6 * 1024 * 1024  # Linux's tcp_rmem[2], where autotuning ends
+MAX_WINDOW_FIELD = 0xFFFF
 _EPS = 1e-9
+
+
+def wscale_for(rwnd_bytes: int) -> int:
+    """The smallest window-scale shift that fits ``rwnd_bytes`` in the 16-bit field."""
+    shift = 0
+    while rwnd_bytes >> shift > MAX_WINDOW_FIELD and shift < g.FG_TCP_MAX_WSCALE:
+        shift += 1
+    return shift
+
+
+def window_field(rwnd_bytes: int, shift: int) -> int:
+    """The window field advertising ``rwnd_bytes`` with ``shift`` (0 in SYNs)."""
+    return min(rwnd_bytes >> shift, MAX_WINDOW_FIELD)
 
 
 @dataclass(frozen=True)
@@ -52,10 +74,14 @@ class TcpConfig:
     min_rto_s: float = 0.2
     max_rto_s: float = 120.0
     max_cwnd: float = 100_000.0
+    rwnd_bytes: int = RWND_DEFAULT  # the window this end advertises
+    wscale: int | None = None  # its window-scale option; None: the smallest that fits
 
     def __post_init__(self) -> None:
         if self.mss < 1 or self.init_cwnd < 1 or self.dupthresh < 1:
             raise ValueError("mss, init_cwnd and dupthresh must be >= 1")
+        if self.rwnd_bytes < 1 or not 0 <= (self.wscale or 0) <= g.FG_TCP_MAX_WSCALE:
+            raise ValueError("rwnd_bytes must be >= 1 and wscale 0..14")
         if self.syn_retries < 0 or self.data_retries < 0:
             raise ValueError("retry counts must be >= 0")
         if not 0 < self.min_rto_s <= self.max_rto_s or not self.syn_rto_s > 0:
@@ -141,6 +167,10 @@ class TcpFlow:
         self.backoffs = 0  # consecutive timeouts
         self._timing: tuple[int, float] | None = None  # (segment index, sent at)
         self._syn_at = 0.0
+        self.rcv_wscale = wscale_for(c.rwnd_bytes) if c.wscale is None else c.wscale
+        self.snd_wscale = 0  # the peer's shift (both SYNs carried the option)
+        self.snd_wnd = MAX_WINDOW_FIELD  # bytes the peer lets us have in flight
+        self.window_limited = 0  # pushes that stopped at snd_wnd below cwnd
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -181,6 +211,11 @@ class TcpFlow:
         h = self.host
         pkt = Packet(h.ip, self.dst, self.sport, self.dport, self.cfg.header_bytes + length, TCP)
         pkt.tcp_flags, pkt.seq, pkt.ack, pkt.length = flags, seq, ack, length
+        if flags & SYN:
+            pkt.window = window_field(self.cfg.rwnd_bytes, 0)
+            pkt.wscale = self.rcv_wscale
+        else:
+            pkt.window = window_field(self.cfg.rwnd_bytes, self.rcv_wscale)
         h.send(pkt)
 
     def _send_segment(self, i: int) -> None:
@@ -201,7 +236,11 @@ class TcpFlow:
             self.timer.set(now + self.rto_s())
 
     def _push(self) -> None:
-        limit = self.una + max(1, int(self.cwnd))
+        cwnd = max(1, int(self.cwnd))
+        rwnd = max(1, self.snd_wnd // self.cfg.mss)
+        if rwnd < cwnd and self.nxt < self.una + cwnd and self.nxt <= self.nseg:
+            self.window_limited += 1
+        limit = self.una + min(cwnd, rwnd)
         while self.nxt <= self.nseg and self.nxt < limit:
             self._send_segment(self.nxt)
             self.nxt += 1
@@ -223,6 +262,8 @@ class TcpFlow:
                 now = self.clock.now
                 self.connect_s = now - (self.start_s or 0.0)
                 self.rtt.sample(round((now - self._syn_at) * 1e6))
+                self.snd_wscale = pkt.wscale or 0  # we always send the option
+                self.snd_wnd = pkt.window  # unscaled in a SYN-ACK
                 self.state = "established"
                 self.cwnd = 1.0 if self.syn_attempts > 1 else float(self.cfg.init_cwnd)
                 self.timer.cancel()
@@ -232,6 +273,7 @@ class TcpFlow:
         if self.state != "established":
             return
         if flags & ACK:
+            self.snd_wnd = pkt.window << self.snd_wscale
             self._on_ack(self._acked_index(pkt.ack), dup_ok=not flags & FIN and not pkt.length)
         if flags & FIN and self.una > self.nseg:
             self._emit(ACK, self.size + 1, pkt.seq + 1, 0)
@@ -318,6 +360,7 @@ class _Conn:
     ooo: dict[int, int] = field(default_factory=dict)  # seq -> length above rcv_nxt
     fin_seq: int | None = None
     closed: bool = False  # our FIN sent
+    shift: int = 0  # our window scale on this connection (0: the SYN had no option)
 
 
 @dataclass(eq=False)
@@ -339,15 +382,23 @@ class TcpServer:
     port: int = SERVER_PORT
     header_bytes: int = TCP_HEADER_BYTES
     hold_s: float = 0.0
+    rwnd_bytes: int = RWND_DEFAULT  # the receive window it advertises
+    wscale: int | None = None  # its window-scale option; None: the smallest that fits
     conns: dict[tuple[str, int], _Conn] = field(default_factory=dict)
     stats: ServerStats = field(default_factory=ServerStats)
 
     def __post_init__(self) -> None:
         self.host.bind(self.on_packet, self.port)
+        self.shift = wscale_for(self.rwnd_bytes) if self.wscale is None else self.wscale
 
-    def _send(self, to: Packet, flags: int, seq: int, ack: int) -> None:
+    def _send(self, to: Packet, flags: int, seq: int, ack: int, shift: int = 0) -> None:
         pkt = Packet(self.host.ip, to.src, self.port, to.sport, self.header_bytes, TCP)
         pkt.tcp_flags, pkt.seq, pkt.ack = flags, seq, ack
+        if flags & SYN:
+            pkt.window = window_field(self.rwnd_bytes, 0)
+            pkt.wscale = self.shift if to.wscale is not None else None
+        else:
+            pkt.window = window_field(self.rwnd_bytes, shift)
         if self.hold_s > 0:
             self.clock.after(self.hold_s, self.host.send, pkt)
         else:
@@ -359,18 +410,20 @@ class TcpServer:
         if flags & SYN:
             self.stats.syns += 1
             if key not in self.conns:
-                self.conns[key] = _Conn()
+                shift = self.shift if pkt.wscale is not None else 0
+                self.conns[key] = _Conn(shift=shift)
                 self.stats.connections += 1
             self._send(pkt, SYN | ACK, 0, 1)
             return
         conn = self.conns.get(key)
         if conn is None:
             return  # no RST modelled
+        sh = conn.shift
         if conn.closed:
             if flags & FIN:
-                self._send(pkt, FIN | ACK, 0, conn.rcv_nxt)  # our FIN+ACK was lost
+                self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh)  # our FIN+ACK was lost
             elif pkt.length:
-                self._send(pkt, ACK, 1, conn.rcv_nxt)
+                self._send(pkt, ACK, 1, conn.rcv_nxt, sh)
             else:
                 del self.conns[key]  # the last ack
             return
@@ -383,9 +436,9 @@ class TcpServer:
             conn.closed = True
             self.stats.completed += 1
             self.stats.fins_sent += 1
-            self._send(pkt, FIN | ACK, 0, conn.rcv_nxt)
+            self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh)
         elif pkt.length or flags & FIN:
-            self._send(pkt, ACK, 1, conn.rcv_nxt)
+            self._send(pkt, ACK, 1, conn.rcv_nxt, sh)
 
     def _data(self, conn: _Conn, seq: int, length: int) -> None:
         if seq == conn.rcv_nxt:

@@ -12,7 +12,7 @@ import pytest
 
 from fairgate_p4 import generated as g
 from fairgate_sim.network import Network
-from fairgate_sim.packet import Packet
+from fairgate_sim.packet import TCP, Packet
 from fairgate_sim.tcp import SYN, TcpConfig, TcpFlow, TcpServer
 from fairgate_sim.topo import NetBuilder
 
@@ -243,3 +243,84 @@ def test_syns_and_fins_meet_the_gate_and_session_counters() -> None:
     assert events(gated, g.FG_EVENT_FIN) == 1  # the client's FIN
     assert events(client_port, g.FG_EVENT_FIN) == 1  # the server's, on the reverse path
     assert sw.stats.syn_red == 2
+
+
+def _rounds(log: list[tuple[float, int]], n: int) -> list[int]:
+    """Data segments arriving per RTT, from the first one."""
+    first = log[0][0]
+    rounds = [0] * n
+    for t, _seq in log:
+        k = int((t - first + RTT / 2) // RTT)
+        if k < n:
+            rounds[k] += 1
+    return rounds
+
+
+def test_receive_window_limits_the_flight() -> None:
+    """A receiver advertising 8 segments' worth keeps slow start at 8 per RTT (IW10 is
+    cut to 8); the window scale follows RFC 7323 (unscaled in the SYN-ACK)."""
+    net = _net()
+    cfg = TcpConfig()
+    server = TcpServer(net.clock, net.hosts["s"], rwnd_bytes=8 * cfg.mss)
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 100 * cfg.mss, cfg)
+    flow.start()
+    log: list[tuple[float, int]] = []
+    _filter(net, "s", 5001, _data_arrivals(net, log))
+    net.run(3.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 100 * cfg.mss
+    assert _rounds(log, 5) == [8, 8, 8, 8, 8]
+    assert flow.snd_wscale == 0 and flow.snd_wnd == 8 * cfg.mss
+    assert flow.window_limited > 0 and flow.cwnd > 8
+
+
+def test_window_scale_is_negotiated() -> None:
+    """1 MiB needs shift 5; the SYN-ACK's window is unscaled (65535), later ones are
+    shifted; a SYN without the option gets no option back and unscaled windows."""
+    net = _net()
+    server = TcpServer(net.clock, net.hosts["s"], rwnd_bytes=1 << 20)
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 50 * 1448)
+    seen: list[tuple[int, int, int | None]] = []
+
+    def record(pkt: Packet) -> bool:
+        seen.append((pkt.tcp_flags, pkt.window, pkt.wscale))
+        return False
+
+    flow.start()
+    _filter(net, "c", flow.sport, record)
+    net.run(2.0)
+    assert flow.outcome == "completed"
+    assert seen[0] == (SYN | g.TCP_FLAG_ACK, 65535, 5)
+    assert all(w == (1 << 20) >> 5 and ws is None for _f, w, ws in seen[1:])
+    assert flow.snd_wscale == 5 and flow.snd_wnd == 1 << 20
+    syn = Packet("10.9.9.9", net.ip("s"), 1234, 5001, 66, TCP, tcp_flags=SYN)
+    replies: list[Packet] = []
+    net.hosts["s"].send = replies.append  # type: ignore[method-assign]
+    server.on_packet(syn)
+    assert replies[0].wscale is None and replies[0].window == 65535
+
+
+def test_lowered_window_on_acks_limits_the_sender() -> None:
+    """What FICCRD does: a window lowered on the ACKs (here to 3 segments' bytes, in
+    units of the negotiated shift) holds the sender to it whatever its cwnd."""
+    net = _net()
+    cfg = TcpConfig()
+    server = TcpServer(net.clock, net.hosts["s"])
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 60 * cfg.mss, cfg)
+    shift = server.shift
+    assert shift == 7  # 6 MiB, Linux's tcp_rmem maximum
+
+    def lower(pkt: Packet) -> bool:
+        if not pkt.tcp_flags & SYN:
+            pkt.window = min(pkt.window, (3 * cfg.mss) >> shift)
+        return False
+
+    log: list[tuple[float, int]] = []
+    _filter(net, "s", 5001, _data_arrivals(net, log))
+    flow.start()
+    _filter(net, "c", flow.sport, lower)
+    net.run(5.0)
+    assert flow.outcome == "completed"
+    # IW10 leaves before the first lowered ack; then (3 x 1448) >> 7 << 7 = 4224 B, two
+    # whole segments, per RTT
+    assert _rounds(log, 6) == [10, 2, 2, 2, 2, 2]
+    assert flow.snd_wnd == 4224
