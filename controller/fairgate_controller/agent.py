@@ -46,6 +46,7 @@ from fairgate_controller.telemetry import (
     event_count,
     measure_port,
     queue_buckets,
+    queue_overflow,
     rtt_buckets,
 )
 from fairgate_controller.topology import PortSpec, SwitchSpec, Topology
@@ -101,6 +102,12 @@ class ControlConfig:
             return LestasController(port.capacity_Bps, q_ref_bytes=self.q_ref_pkts * 1500, **common)
         return None
 
+    def queue_target_pkts(self) -> float | None:
+        """The queue the rate algorithm regulates to, in packets (of 1500 B, the
+        unit of q_ref_pkts): Lestas's q_ref. QFCP and RCP drain the queue and
+        have none. The queue histogram's fine buckets are laid out around it."""
+        return self.q_ref_pkts if self.algo == "lestas" else None
+
     def session_controller(self) -> SessionController | None:
         if self.session == "off":
             return None
@@ -137,7 +144,7 @@ class SwitchAgent:
         self.ports = self.topo.switch_ports(self.spec.name)
         self.routes = compute_routes(self.topo)[self.spec.name]
         depth = max((p.queue_depth or 64 for p in self.ports), default=64)
-        self.qbuckets = queue_buckets(depth)
+        self.qbuckets = queue_buckets(depth, self.config.queue_target_pkts())
         self.rbuckets = rtt_buckets()
         self.windows = {p.port: _SessionWindow() for p in self.ports if p.admission}
         self.period_s = self.config.period_s or self.config.period_max_s
@@ -321,6 +328,7 @@ class SwitchAgent:
                 "drop_pkts": m.drop_pkts,
                 "queue_mean_bytes": m.queue_mean_bytes,
                 "queue_min_bytes": m.queue_min_bytes,
+                "queue_overflow_pkts": queue_overflow(delta, port.port),
                 "rtt_mean_s": m.rtt_mean_s,
                 "syn_admitted": m.syn_admitted,
                 "syn_dropped": m.syn_dropped,

@@ -2,8 +2,9 @@
 
 Fields (SI units): t (wall clock, s), switch, port, period_s, capacity_Bps,
 y_Bps (input rate), departure_Bps, arrival_pkts, departure_pkts, drop_pkts,
-queue_mean_bytes, queue_min_bytes, rtt_mean_s (null when no packet carried
-one), syn_admitted, syn_dropped, syn_ungated, fins, rsts; with a rate
+queue_mean_bytes, queue_min_bytes, queue_overflow_pkts (packets in the queue
+histogram's open last bucket: the queue estimate saturated), rtt_mean_s (null
+when no packet carried one), syn_admitted, syn_dropped, syn_ungated, fins, rsts; with a rate
 algorithm also rate_Bps, rate_kbps (what was written), congested and the
 algorithm's diagnostics (e.g. N, n_hat, q_bytes, T_s); with session control
 admit_fps (null = no gating), completions (FINs counted for the gated port, see

@@ -10,11 +10,16 @@ computing rates from garbage.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 
 from fairgate_controller.algorithms.measure import PortMeasurement
+from fairgate_controller.buckets import (
+    OVERFLOW_BUCKET,
+    Buckets,
+    queue_buckets,
+    rtt_buckets,
+    uniform_queue_buckets,
+)
 from fairgate_p4 import generated as g
 
 # counter name -> index -> (packets, bytes)
@@ -27,55 +32,23 @@ COUNTERS = (
     g.COUNTER_RTT_HIST,
     g.COUNTER_SESSION_EVENTS,
 )
-OVERFLOW_BUCKET = g.FG_HIST_BUCKETS - 1
 DEFAULT_PKT_BYTES = 1500.0
 
-
-@dataclass(frozen=True)
-class Buckets:
-    """Histogram bucket bounds installed as range entries.
-
-    Bucket b < 31 holds values in [bounds[b], bounds[b + 1] - 1]; bucket 31
-    (the switch's default) holds everything else, i.e. values >= bounds[-1]
-    (and values below bounds[0], which for RTT are never counted)."""
-
-    bounds: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        if len(self.bounds) != g.FG_HIST_BUCKETS:
-            raise ValueError(f"need {g.FG_HIST_BUCKETS} bounds, got {len(self.bounds)}")
-        if any(a >= b for a, b in itertools.pairwise(self.bounds)):
-            raise ValueError(f"bounds must increase strictly: {self.bounds}")
-
-    def ranges(self) -> list[tuple[int, int, int]]:
-        """(low, high inclusive, bucket) for every installed range."""
-        return [(lo, hi - 1, b) for b, (lo, hi) in enumerate(itertools.pairwise(self.bounds))]
-
-    def value(self, bucket: int) -> float:
-        """The value a bucket stands for: its midpoint; the overflow's lower bound."""
-        if bucket >= OVERFLOW_BUCKET:
-            return float(self.bounds[-1])
-        lo, hi = self.bounds[bucket], self.bounds[bucket + 1] - 1
-        return (lo + hi) / 2.0
-
-    def lower(self, bucket: int) -> float:
-        return float(self.bounds[min(bucket, OVERFLOW_BUCKET)])
-
-
-def queue_buckets(depth_pkts: int = 64) -> Buckets:
-    """One-packet buckets for 0..15 (exact minimum for the persistent queue),
-    then 15 equal buckets up to the queue's depth."""
-    exact = list(range(16))
-    width = max(1, math.ceil((depth_pkts + 1 - 16) / 15))
-    return Buckets(tuple(exact + [16 + width * i for i in range(16)]))
-
-
-def rtt_buckets(low_us: int = 1_000, high_us: int = 1_000_000) -> Buckets:
-    """Bucket 0 is 1 us .. low_us; then 30 log-spaced buckets to high_us
-    (each about 26% wide for 1 ms .. 1 s); RTTs above high_us overflow."""
-    ratio = (high_us / low_us) ** (1 / 30)
-    bounds = [1] + [round(low_us * ratio**i) for i in range(31)]
-    return Buckets(tuple(bounds))
+__all__ = (
+    "COUNTERS",
+    "OVERFLOW_BUCKET",
+    "Buckets",
+    "HistogramStats",
+    "Snapshot",
+    "counter_deltas",
+    "event_count",
+    "histogram_stats",
+    "measure_port",
+    "queue_buckets",
+    "queue_overflow",
+    "rtt_buckets",
+    "uniform_queue_buckets",
+)
 
 
 def counter_deltas(prev: Snapshot, cur: Snapshot) -> tuple[Snapshot, bool]:
@@ -96,9 +69,23 @@ def counter_deltas(prev: Snapshot, cur: Snapshot) -> tuple[Snapshot, bool]:
 
 @dataclass(frozen=True)
 class HistogramStats:
+    """Count, mean and minimum of one port's histogram over a period.
+
+    Each bucket stands for its midpoint (`Buckets.value`), so the mean is off by
+    at most half the widest occupied bucket, and the minimum (the lowest
+    non-empty bucket's midpoint) by at most half its width: exact for
+    one-packet buckets. `overflow` counts values in the open last bucket, which
+    stand for its lower bound: when it is non-zero the mean is a lower bound
+    (saturated)."""
+
     count: int
     mean: float
     minimum: float
+    overflow: int = 0
+
+    @property
+    def saturated(self) -> bool:
+        return self.overflow > 0
 
 
 def histogram_stats(delta: Snapshot, counter: str, port: int, buckets: Buckets) -> HistogramStats:
@@ -110,7 +97,14 @@ def histogram_stats(delta: Snapshot, counter: str, port: int, buckets: Buckets) 
         return HistogramStats(0, 0.0, 0.0)
     mean = sum(n * buckets.value(b) for b, n in enumerate(counts)) / total
     low = next(b for b, n in enumerate(counts) if n)
-    return HistogramStats(total, mean, buckets.lower(low))
+    return HistogramStats(total, mean, buckets.value(low), counts[OVERFLOW_BUCKET])
+
+
+def queue_overflow(delta: Snapshot, port: int) -> int:
+    """Packets of the period that found the queue at or above the open bucket's
+    bound (for target-sized buckets: a full buffer)."""
+    index = (port << g.FG_HIST_BUCKET_BITS) | OVERFLOW_BUCKET
+    return delta.get(g.COUNTER_QUEUE_DEPTH_HIST, {}).get(index, (0, 0))[0]
 
 
 def event_count(delta: Snapshot, port: int, event: int) -> int:

@@ -15,11 +15,11 @@
 At paper scale the rates and queues are in the simulated packets (1000 B for Lestas),
 through subclasses of the lab scenarios with the paper's numbers, so ``summarize`` and
 ``plot`` are the lab's own code. The queue column is then the *exact* queue (sampled
-every 5 ms, averaged per control period), not the controller's histogram: its buckets
-span the whole buffer (one BDP, 2500 packets at 155 Mbit/s), 166 packets wide above 15,
-too coarse to show a queue around q_ref = 100 (the controller still reads, and acts
-on, the histogram; a 400-packet range was tried and fails: a queue beyond the range is
-read as 400, the controller cannot see it and the buffer overflows).
+every 5 ms, averaged per control period), not the controller's histogram (which the
+controller reads and acts on): its buckets span the whole buffer (one BDP, 2499 packets
+at 155 Mbit/s), 10 packets wide up to 2 q_ref and growing geometrically above
+(``fairgate_controller.buckets``), so it reads the queue to a few packets near q_ref and
+to about 15 % above.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from fairgate_controller.sync_client import SyncSwitch
+from fairgate_controller.telemetry import queue_buckets, uniform_queue_buckets
 from fairgate_p4 import artifacts
 from fairgate_p4 import generated as g
 from fairgate_p4.header import RateHeader
@@ -244,3 +245,58 @@ def test_bad_topology_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "no switches" in proc.stderr
+
+
+def queue_ranges(reader: SyncSwitch) -> list[tuple[int, int, int]]:
+    out = []
+    for e in reader.read(fy.P4TableEntry(g.TABLE_QUEUE_BUCKETS)):
+        lo, hi = e.match["enq_qdepth"]
+        out.append((int(lo), int(hi), int(e.action.args["bucket"])))
+    return sorted(out)
+
+
+def test_queue_buckets_follow_the_algorithm_and_bin_real_queues(
+    switch: NetnsSwitch, tmp_path: Path
+) -> None:
+    """QFCP installs the uniform queue buckets; a Lestas controller started next
+    replaces them with q_ref-sized ones (BMv2 takes the ranges), and a real
+    queue on port 2 is binned by them."""
+    topo = tmp_path / "topo.json"
+    write_topology(switch, topo)
+    qfcp = Controller(topo, tmp_path / "qfcp.log", "--algo", "qfcp", "--election-id", "20")
+    try:
+        wait_for(lambda: "s1: installed" in qfcp.text(), 20, "the QFCP controller to install")
+        with reader_for(switch) as reader:
+            assert queue_ranges(reader) == uniform_queue_buckets(64).ranges()
+    finally:
+        qfcp.stop()
+    lestas_log = tmp_path / "lestas.log"
+    lestas = Controller(
+        topo, lestas_log, "--algo", "lestas", "--q-ref", "10", "--election-id", "20"
+    )
+    try:
+        wait_for(lambda: "s1: installed" in lestas.text(), 20, "the Lestas controller to install")
+        qb = queue_buckets(64, 10.0)
+        with reader_for(switch) as reader:
+            assert queue_ranges(reader) == qb.ranges()
+            before = reader.read_counters(g.COUNTER_QUEUE_DEPTH_HIST)
+        # 40 packets at 1000/s into a 100 packets/s queue: it grows to ~36.
+        switch.switch_cli([f"set_queue_rate {QUEUE_PPS} 2"])
+        send_paced(switch, 1, data_frame(1_000_000), pps=1000, count=40)
+        time.sleep(40 / QUEUE_PPS + 0.5)
+        with reader_for(switch) as reader:
+            after = reader.read_counters(g.COUNTER_QUEUE_DEPTH_HIST)
+        base = 2 << g.FG_HIST_BUCKET_BITS
+        counts = [
+            after.get(base + b, (0, 0))[0] - before.get(base + b, (0, 0))[0]
+            for b in range(g.FG_HIST_BUCKETS)
+        ]
+        assert sum(counts) == 40, counts
+        assert counts[0] >= 1 and counts[-1] == 0, counts  # empty at first; never full
+        top = max(b for b, n in enumerate(counts) if n)
+        assert qb.bucket_of(25) <= top <= qb.bucket_of(40), counts
+        # 2-packet buckets: no bucket gets more than a few packets of a steady ramp.
+        assert max(counts[1:top]) <= 4, counts
+    finally:
+        lestas.stop()
+    assert lestas.proc.returncode == 0, lestas.text()[-2000:]

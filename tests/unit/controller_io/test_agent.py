@@ -10,9 +10,11 @@ from typing import Any
 
 import finsy as fy
 import pytest
+from finsy.proto import p4r
 
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.records import Recorder
+from fairgate_controller.telemetry import queue_buckets, uniform_queue_buckets
 from fairgate_controller.topology import Topology, parse
 from fairgate_p4 import artifacts
 from fairgate_p4 import generated as g
@@ -308,3 +310,78 @@ def test_completions_count_reverse_fins_by_default(mode: str, expected: int) -> 
     agent.ensure_controllers()
     _writes, _meters = agent.compute(delta, 0.5)
     assert agent.recorder.latest[("s1", BOTTLENECK)]["completions"] == expected
+
+
+def queue_ranges(fake: FakeP4Runtime) -> list[tuple[int, int, int]]:
+    out = []
+    for e in fake.table(g.TABLE_QUEUE_BUCKETS):
+        r = e.match[0].range
+        bucket = int.from_bytes(e.action.action.params[0].value, "big")
+        out.append((int.from_bytes(r.low, "big"), int.from_bytes(r.high, "big"), bucket))
+    return sorted(out)
+
+
+def test_queue_buckets_follow_the_algorithms_target() -> None:
+    """QFCP (no target queue) keeps the uniform layout; Lestas gets fine buckets
+    around q_ref; a controller restarted with the other algorithm replaces the
+    ranges (deletes before inserts, so they never overlap) and touches nothing else."""
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        topo = parse(dumbbell())
+        async with fake.serve():
+            async with fy.Switch("s1", fake.address, options()) as sw:
+                qfcp = agent_for(topo, Clock(), algo="qfcp")
+                await qfcp.install(sw)
+                assert qfcp.qbuckets == queue_buckets(64) == uniform_queue_buckets(64)
+                assert queue_ranges(fake) == qfcp.qbuckets.ranges()
+            async with fy.Switch("s1", fake.address, options()) as sw:
+                writes = len(fake.writes)
+                lestas = agent_for(topo, Clock(), algo="lestas", q_ref_pkts=10.0)
+                await lestas.install(sw)
+                assert lestas.qbuckets == queue_buckets(64, 10.0) != qfcp.qbuckets
+                ranges = queue_ranges(fake)
+                assert ranges == lestas.qbuckets.ranges()
+                assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+                touched = {
+                    (u.type, u.entity.table_entry.table_id)
+                    for _e, w in fake.writes[writes:]
+                    for u in w.updates
+                    if u.entity.HasField("table_entry")
+                }
+                qid = sw.p4info.tables[g.TABLE_QUEUE_BUCKETS].id
+                assert {t for _u, t in touched} == {qid}  # routes, RTT buckets, rates kept
+                kinds = [
+                    u.type
+                    for _e, w in fake.writes[writes:]
+                    for u in w.updates
+                    if u.entity.table_entry.table_id == qid
+                ]
+                assert kinds.index(p4r.Update.INSERT) > max(
+                    i for i, k in enumerate(kinds) if k == p4r.Update.DELETE
+                )
+
+    run(scenario())
+
+
+def test_records_flag_a_saturated_queue_histogram() -> None:
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        clock = Clock()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), clock, algo="lestas", q_ref_pkts=10.0)
+            await agent.install(sw)
+            await agent.step(sw)  # baseline
+            clock.t += 0.1
+            set_port_counters(fake, BOTTLENECK, (100, 100_000), (100, 100_000))
+            qb = agent.qbuckets
+            base = BOTTLENECK << g.FG_HIST_BUCKET_BITS
+            fake.set_counter(g.COUNTER_QUEUE_DEPTH_HIST, base + qb.bucket_of(12), 60, 0)
+            fake.set_counter(g.COUNTER_QUEUE_DEPTH_HIST, base + qb.bucket_of(64), 40, 0)
+            await agent.step(sw)
+            rec = agent.recorder.latest[("s1", BOTTLENECK)]
+            assert rec["queue_overflow_pkts"] == 40
+            assert rec["queue_min_bytes"] == qb.value(qb.bucket_of(12)) * 1000 == 11_500  # [11, 12]
+            assert rec["queue_mean_bytes"] == pytest.approx((0.6 * 11.5 + 0.4 * 64) * 1000)
+
+    run(scenario())
