@@ -58,21 +58,25 @@ def test_delay_lines_give_each_source_its_rtt_and_lose_nothing(
     assert not list(run_dir.rglob("*.pid"))
 
 
-def test_droptail_favours_short_rtts_and_ficcrd_does_not(
+def test_droptail_loses_and_shares_unevenly_ficcrd_evenly(
     lab_run: tuple[Path, dict[str, Any]],
 ) -> None:
     drop, fic = lab_run[1]["droptail"], lab_run[1]["ficcrd"]
     assert drop["utilisation_pkts"] >= 0.95
     assert drop["retrans_after_warmup"] > 0
-    # Reno's 1/RTT bias: goodput falls with the base RTT. 10 s of a smoke run are
-    # noisy (two runs: correlation -0.42 / -0.76, short/long half 1.29 / 1.84; the
-    # 60 s runs in docs/labs/ficcrd.md: -0.57 to -0.95), so the smoke checks the
-    # direction, and that FICCRD takes the bias away.
-    unfair = drop["rtt_unfairness"]
-    assert unfair["corr_base_rtt_goodput"] < -0.2, drop["normalised_goodput"]
-    assert unfair["short_half_over_long_half"] > 1.1, drop["normalised_goodput"]
-    fair = fic["rtt_unfairness"]
-    assert fair["corr_base_rtt_goodput"] > unfair["corr_base_rtt_goodput"] + 0.3, fair
+
+    # Droptail's RTT bias (goodput falling with the base RTT) is a 60 s result
+    # (docs/labs/ficcrd.md: correlation -0.57 to -0.95 over four runs). 10 s of a
+    # smoke run are too noisy for its direction (smoke runs: -0.76, -0.42, and
+    # -0.08 with the 336 ms flow at 2.4x its share), so the smoke checks the
+    # spread: droptail's flows end far apart, FICCRD's close together.
+    def spread(run: dict[str, Any]) -> float:
+        shares = run["normalised_goodput"].values()
+        return max(shares) / max(min(shares), 1e-9)
+
+    assert spread(drop) > 1.5, drop["normalised_goodput"]
+    assert spread(fic) < 1.5, fic["normalised_goodput"]
+    assert spread(fic) < spread(drop)
 
 
 def test_ficcrd_rewrites_windows_and_loses_nothing(lab_run: tuple[Path, dict[str, Any]]) -> None:
