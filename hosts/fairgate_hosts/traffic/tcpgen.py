@@ -97,6 +97,11 @@ class TcpFlowClient:
             if self.open_now >= cfg.max_open:
                 self._capped(spec)
                 continue
+            # Take the slot now, not when the task first runs: arrivals that are
+            # already due start without yielding, so a count kept by the tasks
+            # would let a burst of them past the cap.
+            self.open_now += 1
+            self.peak_open = max(self.peak_open, self.open_now)
             task = asyncio.create_task(self._flow(spec))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
@@ -141,11 +146,10 @@ class TcpFlowClient:
         try:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         except OSError as exc:
+            self.open_now -= 1
             rec.outcome, rec.error = "error", errno.errorcode.get(exc.errno or 0, str(exc))
             self.on_record(rec)
             return
-        self.open_now += 1
-        self.peak_open = max(self.peak_open, self.open_now)
         self.started += 1
         rec.start_s = self._now()
         try:

@@ -243,3 +243,28 @@ def test_cli_sigterm_writes_what_it_has(tmp_path: Path) -> None:
     assert summary["outcomes"].get("completed", 0) > 50
     assert len(load_records(tmp_path / "f.jsonl")) == summary["flows"]
     assert json.loads((tmp_path / "srv.json").read_text())["connections"]["eof"] > 50
+
+
+def test_arrivals_due_together_never_exceed_the_cap() -> None:
+    # 100 arrivals within 5 ms: most are already due when the loop reaches them,
+    # so they start without yielding to the flows started before them.
+    with socket.socket() as lsock:
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(128)
+        cfg = ClientConfig(
+            "127.0.0.1",
+            lsock.getsockname()[1],
+            rate_per_s=20_000,
+            duration_s=0.005,
+            timeout_s=0.2,
+            drain_s=0.3,
+            max_open=3,
+            mean_bytes=2000,
+        )
+        recs: list[FlowRecord] = []
+        stats = asyncio.run(
+            TcpFlowClient(cfg, recs.append, warn=lambda _msg: None).run(asyncio.Event())
+        )
+    assert len(recs) > 20
+    assert stats["peak_open"] == 3, stats
+    assert stats["capped"] == len(recs) - 3
