@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,20 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-OFFLOAD_ARGS = [x for o in ("tx", "rx", "tso", "gso", "gro") for x in (o, "off")]
-
-
-def _run(*cmd: str) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+from fairgate_hosts.netns import NetnsGroup, run_ip
 
 
 @dataclass
-class DelayChain:
+class DelayChain(NetnsGroup):
     prefix: str = field(default_factory=lambda: f"fgd-{os.getpid()}")
     addr_a: str = "10.78.0.1"
     addr_b: str = "10.78.0.2"
-    created: list[str] = field(default_factory=list)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def ns_a(self) -> str:
@@ -48,12 +41,12 @@ class DelayChain:
     def up(self) -> DelayChain:
         try:
             for ns in (self.ns_a, self.ns_d, self.ns_b):
-                _run("ip", "netns", "add", ns)
-                self.created.append(ns)
-                _run("ip", "-n", ns, "link", "set", "lo", "up")
-                _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+                self.add_namespace(ns)
+                run_ip(
+                    "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"
+                )
             for ns, peer in ((self.ns_a, "da"), (self.ns_b, "db")):
-                _run(
+                run_ip(
                     "ip", "-n", ns, "link", "add", "veth0", "type", "veth",
                     "peer", "name", peer, "netns", self.ns_d,
                 )  # fmt: skip
@@ -64,9 +57,9 @@ class DelayChain:
                 (self.ns_d, "db", None),
             ):
                 if addr:
-                    _run("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
-                _run("ip", "-n", ns, "link", "set", dev, "up")
-                _run("ip", "netns", "exec", ns, "ethtool", "-K", dev, *OFFLOAD_ARGS)
+                    run_ip("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+                run_ip("ip", "-n", ns, "link", "set", dev, "up")
+                self.offloads_off(ns, dev)
         except BaseException:
             self.down()
             raise
@@ -78,12 +71,7 @@ class DelayChain:
         """``ip netns exec ns <args>`` (args[0] "python" means this interpreter)."""
         if args and args[0] == "python":
             args = [sys.executable, *args[1:]]
-        out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, *args], stdout=out, stderr=subprocess.STDOUT, env=env
-        )
-        self.procs.append(proc)
-        return proc
+        return self.spawn(ns, args, log, env)
 
     def start_delay(
         self, delay_ms: float, log: Path, pid_file: Path, extra: list[str] | None = None
@@ -99,25 +87,6 @@ class DelayChain:
                 raise RuntimeError(f"delay line did not start:\n{log.read_text()[-800:]}")
             time.sleep(0.02)
         return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 5.0) -> int:
-        """SIGTERM (then SIGKILL) to a process we started, by PID."""
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        return proc.returncode
-
-    def down(self) -> None:
-        for proc in self.procs:
-            self.stop(proc, timeout=2.0)
-        self.procs.clear()
-        for ns in reversed(self.created):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
-        self.created.clear()
 
     def __enter__(self) -> DelayChain:
         return self.up()
