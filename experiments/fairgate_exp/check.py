@@ -53,6 +53,11 @@ def check(exp: ExperimentFile) -> None:
         if pair in pairs:
             raise _err(f"links[{i}]: a second link between {link.a} and {link.b}")
         pairs.add(pair)
+    adj: dict[str, set[str]] = {sw: set() for sw in switches}
+    for link in exp.links:
+        adj[link.a].add(link.b)
+        adj[link.b].add(link.a)
+    at = {h.name: h.switch for h in exp.hosts}
     duration = units.parse_time(exp.experiment.duration)
     warmup = units.parse_time(exp.experiment.warmup)
     if warmup >= duration:
@@ -66,6 +71,11 @@ def check(exp: ExperimentFile) -> None:
                     raise _err(f"{kind}[{i}] ({f.name}): unknown host {end!r}{_near(end, hosts)}")
             if f.src == f.dst:
                 raise _err(f"{kind}[{i}] ({f.name}): src and dst are both {f.src}")
+            if at[f.dst] not in _reach(adj, at[f.src]):
+                raise _err(
+                    f"{kind}[{i}] ({f.name}): no route from {f.src} ({at[f.src]}) "
+                    f"to {f.dst} ({at[f.dst]}): no path of links"
+                )
             start = units.parse_time(f.start)
             stop = duration if f.stop is None else units.parse_time(f.stop)
             if stop > duration:
@@ -120,6 +130,15 @@ def check(exp: ExperimentFile) -> None:
             _check_path(doc, key)
             if not values:
                 raise _err(f"sweep.grid.{key}: no values")
+
+
+def _reach(adj: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nb in adj[todo.pop()] - seen:
+            seen.add(nb)
+            todo.append(nb)
+    return seen
 
 
 def _check_path(doc: Any, key: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from fairgate_exp import records
 from fairgate_exp.engine import Engine
-from fairgate_exp.metrics import Verdict, flow_rates, judge, mean_in, port_rows
+from fairgate_exp.metrics import Verdict, flow_rates, judge, mean_in, port_rows, window_drops
 from fairgate_exp.oracle import maxmin_pps
 from fairgate_exp.plan import Plan
 
@@ -150,6 +150,6 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
             ports[lab] = {
                 "util": round(sum(r["util"] for r in rs) / len(rs), 4),
                 "queue_pkts": round(sum(r["queue_pkts"] for r in rs) / len(rs), 2),
-                "drops": sum(r["drops"] for r in rs),
+                "drops": window_drops(rs),
             }
     return {"window_s": [t0, t1], "flows": flows, "ports": ports, "engine": res["engine"]}

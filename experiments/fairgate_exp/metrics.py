@@ -44,10 +44,26 @@ def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]
                 "queue_pkts": round(r["queue_mean_bytes"] / plan.frame, 3),
                 "queue_bytes": round(r["queue_mean_bytes"], 1),
                 "drops": r["drop_pkts"],
+                "arrival_pkts": r["arrival_pkts"],
+                "departure_pkts": r["departure_pkts"],
                 "rate_kbps": r.get("rate_kbps"),
             }
         )
     return rows
+
+
+def window_drops(rs: list[dict[str, Any]]) -> int:
+    """Packets lost at a port over consecutive periods: arrivals - departures - the growth
+    of the queue. (The controller's per-period ``drop_pkts`` is max(0, arrivals -
+    departures), which also counts every packet that merely waits in the queue at the end
+    of a period; summed over many periods it over-counts.) The queue at the window's ends
+    is the mean of its first and last period (the histogram's), so this is exact to
+    about a packet."""
+    if not rs:
+        return 0
+    net = sum(r["arrival_pkts"] - r["departure_pkts"] for r in rs)
+    growth = rs[-1]["queue_pkts"] - rs[0]["queue_pkts"]
+    return max(0, round(net - growth))
 
 
 def active_in(plan: Plan, t0: float, t1: float) -> list[FlowPlan]:
@@ -181,7 +197,7 @@ def _judge_one(
     for lab in labels:
         rs = [r for r in rows if r["port"] == lab and t0 < r["t"] <= t1]
         if e.metric == "drops":
-            per[lab] = sum(r["drops"] for r in rs)
+            per[lab] = window_drops(rs)
         elif e.metric == "utilisation":
             per[lab] = round(sum(r["util"] for r in rs) / len(rs), 4) if rs else None
         else:  # queue, in q_ref's packets (1500 B)

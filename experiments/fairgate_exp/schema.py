@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from fairgate_exp import units
 
@@ -59,13 +59,13 @@ def _fraction(v: str | float) -> float:
     return float(v)
 
 
-RateStr = Annotated[str, AfterValidator(_rate)]
-TimeStr = Annotated[str, AfterValidator(_time)]
-PosTimeStr = Annotated[str, AfterValidator(_ptime)]
-PktStr = Annotated[str, AfterValidator(_pkts)]
-ByteStr = Annotated[str, AfterValidator(_bytes)]
-PeriodStr = Annotated[str, AfterValidator(_period)]
-Fraction = Annotated[str | float, AfterValidator(_fraction)]
+RateStr = Annotated[str, BeforeValidator(_rate)]
+TimeStr = Annotated[str, BeforeValidator(_time)]
+PosTimeStr = Annotated[str, BeforeValidator(_ptime)]
+PktStr = Annotated[str, BeforeValidator(_pkts)]
+ByteStr = Annotated[str, BeforeValidator(_bytes)]
+PeriodStr = Annotated[str, BeforeValidator(_period)]
+Fraction = Annotated[str | float, BeforeValidator(_fraction)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
 
 Algorithm = Literal["qfcp", "rcp", "lestas", "none"]

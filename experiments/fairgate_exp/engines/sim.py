@@ -127,10 +127,16 @@ class SimEngine:
         return {k: list(v) for k, v in self.samples.items()}
 
     def close(self) -> dict[str, Any]:
-        assert self.net is not None
+        assert self.net is not None and self._plan is not None
         wall = time.perf_counter() - self._wall0
         return {
             "simulated_s": round(self.net.clock.now, 3),
             "wall_s": round(wall, 2),
             "events": self.net.clock.events,
+            # what the simulator knows and BMv2 cannot count: queue drops per port, all run
+            "port_drops": {
+                p.label: self.net.switches[p.switch].ports[p.port].stats.dropped
+                for p in self._plan.ports.values()
+                if self.net.switches[p.switch].ports[p.port].stats.dropped
+            },
         }
