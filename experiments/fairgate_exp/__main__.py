@@ -41,6 +41,13 @@ def main(argv: list[str] | None = None) -> int:
         bad = [a for a in algos if a not in ("qfcp", "rcp", "lestas", "none")]
         if bad:
             raise ExperimentError(f"--algo: unknown algorithm(s) {', '.join(bad)}")
+        if getattr(args, "engine", None) == "bmv2":
+            from fairgate_exp.engines.bmv2 import lab_topology
+
+            try:
+                lab_topology(plan)
+            except ValueError as exc:
+                raise ExperimentError(f"{plan.path}: {exc}") from None
         if plan.file.tcp:
             raise ExperimentError(
                 "tcp generators are parsed and checked but no engine runs them yet (issue 13)"
