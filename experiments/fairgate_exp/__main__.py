@@ -72,13 +72,21 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"experiment: {problem}", file=sys.stderr)
             return 2
-    from fairgate_exp.driver import run
+    from fairgate_exp.driver import RunError, run
 
     def say(msg: str) -> None:
         if not args.quiet or msg.lstrip().startswith(("PASS", "FAIL")):
             print(msg, flush=True)
 
-    run_dir, summary = run(plan, make, args.engine, args.results, algos, say)
+    try:
+        run_dir, summary = run(plan, make, args.engine, args.results, algos, say)
+    except RunError as exc:
+        line = str(exc).splitlines()[0][:300]
+        print(
+            f"experiment: {args.engine} run failed: {line} ({exc.run_dir}/error.txt)",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps(summary, indent=2))
     verdict = "all expectations met" if summary["passed"] else "some expectations FAILED"

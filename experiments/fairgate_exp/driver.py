@@ -5,6 +5,7 @@ the expectations; then it writes the run record and a plot."""
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,14 @@ from fairgate_exp.oracle import maxmin_pps
 from fairgate_exp.plan import Plan
 
 Say = Callable[[str], None]
+
+
+class RunError(RuntimeError):
+    """An engine failed; the traceback is in ``run_dir/error.txt``."""
+
+    def __init__(self, msg: str, run_dir: Path) -> None:
+        super().__init__(msg)
+        self.run_dir = run_dir
 
 
 def run_algo(plan: Plan, engine: Engine, algo: str, out: Path, say: Say) -> dict[str, Any]:
@@ -83,7 +92,11 @@ def run(
     per_algo: dict[str, Any] = {}
     t0 = time.monotonic()
     for algo in algos:
-        res = run_algo(plan, make_engine(), algo, run_dir / algo, say)
+        try:
+            res = run_algo(plan, make_engine(), algo, run_dir / algo, say)
+        except Exception as exc:
+            (run_dir / "error.txt").write_text(traceback.format_exc())
+            raise RunError(f"{algo}: {type(exc).__name__}: {exc}", run_dir) from exc
         for name, series in res["rates"].items():
             flow_rows += [
                 {

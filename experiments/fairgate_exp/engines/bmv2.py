@@ -47,10 +47,18 @@ def lab_topology(plan: Plan) -> LabTopology:
     """The plan as a LabTopology, port for port (the a -> b queue of each link is set by
     LabNet; the b -> a queue, if the plan limits it, by the engine afterwards)."""
     for p in plan.ports.values():
-        if p.delay_s > 0 and p.peer in plan.switches:
+        if p.peer not in plan.switches:
+            continue
+        if p.delay_s > 0:
             raise ValueError(
                 f"bmv2 engine: link {p.label} has a delay; without netem only host access "
                 "delays (hosts[].delay) and ack_delay are emulated"
+            )
+        back = next(q for q in plan.ports.values() if q.switch == p.peer and q.peer == p.switch)
+        if p.limited and back.limited and _pps(plan, p) != _pps(plan, back):
+            raise ValueError(
+                f"bmv2 engine: link {p.switch}-{p.peer} has two different capacities; the "
+                "controller's topology file gives a link one capacity for both directions"
             )
     topo = LabTopology(frame_bytes=plan.frame)
     topo.switches = list(plan.switches)
@@ -112,7 +120,7 @@ class Bmv2Engine:
         for (sw, port), p in plan.ports.items():
             if p.peer in plan.switches and p.limited:
                 set_queue(self._thrift[sw], port, _pps(plan, p), p.depth)
-        doc = plan.topology(pps_only=True).to_json()
+        doc = plan.topology_doc(pps_only=True)
         for s in doc["switches"]:
             s["grpc_addr"], s["thrift_port"] = addr[s["name"]]
         doc["comment"] = f"written by fairgate_exp from {plan.path} (scale {plan.scale})"
