@@ -75,6 +75,9 @@ def random_experiment(
             "seed": seed,
             "algorithms": algorithms or ["qfcp", "rcp", "lestas"],
         },
+        # q_ref in time: 3 packets of 1500 B are 36 ms on a 1 Mbit/s link (10 would be 120 ms,
+        # more than the RTTs, and Lestas's senders then see very unequal queueing delays)
+        "control": {"q_ref": "3pkt"},
         "switches": switches,
         "hosts": hosts,
         "links": links,

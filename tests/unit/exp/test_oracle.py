@@ -18,7 +18,7 @@ hosts = [
 """
 
 
-def plan_of(text: str):  # noqa: ANN201
+def plan_of(text: str):
     import tomllib
 
     exp = validate(tomllib.loads(text), Path("t.toml"))
@@ -31,7 +31,10 @@ def test_two_bottleneck_is_10_10_30() -> None:
         'switches = ["s1", "s2", "s3"]\n'
         + HOSTS
         + """
-links = [{ a = "s1", b = "s2", capacity = "400pkt/s" }, { a = "s2", b = "s3", capacity = "1000pkt/s" }]
+links = [
+  { a = "s1", b = "s2", capacity = "400pkt/s" },
+  { a = "s2", b = "s3", capacity = "1000pkt/s" },
+]
 flows = [{ name = "f1", src = "h1", dst = "r1" }, { name = "f2", src = "h2", dst = "r2" },
          { name = "f3", src = "h3", dst = "r3" }]
 """
@@ -46,7 +49,10 @@ def test_max_rate_caps_a_flow_and_frees_the_rest() -> None:
         'switches = ["s1", "s2", "s3"]\n'
         + HOSTS
         + """
-links = [{ a = "s1", b = "s2", capacity = "400pkt/s" }, { a = "s2", b = "s3", capacity = "1000pkt/s" }]
+links = [
+  { a = "s1", b = "s2", capacity = "400pkt/s" },
+  { a = "s2", b = "s3", capacity = "1000pkt/s" },
+]
 flows = [{ name = "f1", src = "h1", dst = "r1", max_rate = "50pkt/s" },
          { name = "f2", src = "h2", dst = "r2" }]
 """
@@ -80,7 +86,10 @@ switches = ["s1", "s2"]
 hosts = [{ name = "h1", switch = "s1" }, { name = "r1", switch = "s2" },
          { name = "h2", switch = "s2" }, { name = "r2", switch = "s1" }]
 links = [{ a = "s1", b = "s2", capacity = "2Mbit/s", reverse_capacity = "100Mbit/s" }]
-flows = [{ name = "f1", src = "h1", dst = "r1" }, { name = "f2", src = "h2", dst = "r2", max_rate = "1Mbit/s" }]
+flows = [
+  { name = "f1", src = "h1", dst = "r1" },
+  { name = "f2", src = "h2", dst = "r2", max_rate = "1Mbit/s" },
+]
 """
     )
     r = maxmin_pps(plan)
