@@ -27,6 +27,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--results", type=Path, default=Path("results"))
     r.add_argument("--quiet", action="store_true", help="only the verdicts")
     r.add_argument("--json", action="store_true", help="print summary.json at the end")
+    rep = sub.add_parser("report", help="regenerate docs/results.md's generated section")
+    rep.add_argument("--results", type=Path, default=Path("results"))
+    rep.add_argument("--doc", type=Path, default=Path("docs/results.md"))
     c = sub.add_parser("check", help="validate a file; print its resolved form")
     c.add_argument("exp")
     c.add_argument("--scale", default=None)
@@ -35,6 +38,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.cmd == "report":
+        from fairgate_exp.report import update
+
+        changed = update(args.doc, args.results)
+        print(f"report: {args.doc} {'updated' if changed else 'unchanged'} from {args.results}")
+        return 0
     try:
         plan = load(args.exp, args.scale)
         algos = plan.algorithms if getattr(args, "algo", "all") == "all" else args.algo.split(",")

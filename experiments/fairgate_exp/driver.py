@@ -145,24 +145,31 @@ def run(
 
 
 def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
-    t0, t1 = plan.warmup_s, plan.duration_s
-    active = [f for f in plan.flows if f.start_s <= t0 and f.stop_s >= t1]
-    oracle = maxmin_pps(plan, active)
-    flows = {}
-    for f in plan.flows:
-        got = mean_in(res["rates"].get(f.name, []), t0, t1)
-        flows[f.name] = {
-            "mean_pps": round(got, 2) if got is not None else None,
-            "mean_kbps": round(got * plan.frame * 8 / 1000, 1) if got is not None else None,
-            "maxmin_pps": round(oracle[f.name], 2) if f.name in oracle else None,
-        }
-    ports = {}
-    for lab in sorted({r["port"] for r in res["rows"]}):
-        rs = [r for r in res["rows"] if r["port"] == lab and t0 < r["t"] <= t1]
-        if rs:
-            ports[lab] = {
-                "util": round(sum(r["util"] for r in rs) / len(rs), 4),
-                "queue_pkts": round(sum(r["queue_pkts"] for r in rs) / len(rs), 2),
-                "drops": window_drops(rs),
+    """Per window (after warm-up, then each phase): the mean rate of every flow active
+    over the whole window beside its max-min share, and each measured port's figures."""
+    windows = [("run", plan.warmup_s, plan.duration_s), *plan.phases]
+    out: dict[str, Any] = {"windows": {}}
+    for label, t0, t1 in windows:
+        active = [f for f in plan.flows if f.start_s <= t0 and f.stop_s >= t1]
+        oracle = maxmin_pps(plan, active)
+        flows = {}
+        for f in active:
+            got = mean_in(res["rates"].get(f.name, []), t0, t1)
+            flows[f.name] = {
+                "mean_pps": round(got, 2) if got is not None else None,
+                "mean_kbps": round(got * plan.frame * 8 / 1000, 1) if got is not None else None,
+                "maxmin_pps": round(oracle[f.name], 2),
             }
-    return {"window_s": [t0, t1], "flows": flows, "ports": ports, "engine": res["engine"]}
+        ports = {}
+        for lab in sorted({r["port"] for r in res["rows"]}):
+            rs = [r for r in res["rows"] if r["port"] == lab and t0 < r["t"] <= t1]
+            if rs:
+                ports[lab] = {
+                    "util": round(sum(r["util"] for r in rs) / len(rs), 4),
+                    "queue_pkts": round(sum(r["queue_pkts"] for r in rs) / len(rs), 2),
+                    "drops": window_drops(rs),
+                }
+        out["windows"][label] = {"window_s": [t0, t1], "flows": flows, "ports": ports}
+    run = out["windows"]["run"]
+    out.update(flows=run["flows"], ports=run["ports"], engine=res["engine"])
+    return out
