@@ -27,6 +27,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--results", type=Path, default=Path("results"))
     r.add_argument("--quiet", action="store_true", help="only the verdicts")
     r.add_argument("--json", action="store_true", help="print summary.json at the end")
+    r.add_argument("--workers", type=int, default=1, help="sweeps: local processes")
+    r.add_argument("--scheduler", default=None, help="sweeps: a Dask scheduler tcp://host:8786")
     rep = sub.add_parser("report", help="regenerate docs/results.md's generated section")
     rep.add_argument("--results", type=Path, default=Path("results"))
     rep.add_argument("--doc", type=Path, default=Path("docs/results.md"))
@@ -68,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(plan.resolved(), indent=2))
         return 0
     make: Callable[[], Engine]
+    if plan.file.sweep is not None and plan.file.sweep.grid:
+        if args.engine != "sim":
+            print("experiment: sweeps run in the simulator only (for now)", file=sys.stderr)
+            return 2
+        from fairgate_exp.sweep import run_sweep
+
+        run_sweep(args.exp, args.scale, algos, args.results, args.workers, args.scheduler)
+        return 0
     if args.engine == "sim":
         from fairgate_exp.engines.sim import SimEngine
 
