@@ -98,7 +98,16 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
 
     try:
-        run_dir, summary = run(plan, make, args.engine, args.results, algos, say)
+        if sys.stdout.isatty() and not args.quiet and not args.json:
+            from fairgate_exp.live import LiveView, verdict_table
+
+            with LiveView() as view:
+                run_dir, summary = run(
+                    plan, make, args.engine, args.results, algos, view.say, view.update
+                )
+            view.console.print(verdict_table(summary))
+        else:
+            run_dir, summary = run(plan, make, args.engine, args.results, algos, say)
     except RunError as exc:
         line = str(exc).splitlines()[0][:300]
         print(

@@ -17,6 +17,8 @@ from fairgate_exp.oracle import maxmin_pps
 from fairgate_exp.plan import Plan
 
 Say = Callable[[str], None]
+#: progress(algo, t, end, live line): called after every step of a run
+Progress = Callable[[str, float, float, str], None]
 
 
 class RunError(RuntimeError):
@@ -27,7 +29,9 @@ class RunError(RuntimeError):
         self.run_dir = run_dir
 
 
-def run_algo(plan: Plan, engine: Engine, algo: str, out: Path, say: Say) -> dict[str, Any]:
+def run_algo(
+    plan: Plan, engine: Engine, algo: str, out: Path, say: Say, progress: Progress | None = None
+) -> dict[str, Any]:
     engine.build(plan, algo, out)
     try:
         events = sorted(plan.flows, key=lambda f: f.start_s)
@@ -43,7 +47,9 @@ def run_algo(plan: Plan, engine: Engine, algo: str, out: Path, say: Say) -> dict
                 nxt = events[0].start_s
             engine.advance(nxt)
             t = nxt
-            if t - last_say >= 5.0 or t >= end:
+            if progress is not None:
+                progress(algo, t, end, _live_line(plan, algo, engine, t))
+            elif t - last_say >= 5.0 or t >= end:
                 last_say = t
                 say(_live_line(plan, algo, engine, t))
         engine.advance(end + 2 * plan.sample_s)
@@ -67,7 +73,7 @@ def _live_line(plan: Plan, algo: str, engine: Engine, t: float) -> str:
         f"{lab} u{r['util']:4.0%} q{r['queue_pkts']:5.1f} R{r['rate_kbps'] or '-'}"
         for lab, r in latest.items()
     ]
-    return f"  [{algo}] t={t:5.1f}/{plan.duration_s:g} s  " + " | ".join(parts[:4])
+    return f"  [{algo}] t={t:5.1f}/{plan.duration_s:g} s  " + " | ".join(sorted(parts)[:4])
 
 
 def run(
@@ -77,6 +83,7 @@ def run(
     results: Path = Path("results"),
     algos: list[str] | None = None,
     say: Say = print,
+    progress: Progress | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     algos = algos or plan.algorithms
     run_dir = records.new_run_dir(results, plan.name, engine_name, plan.scale)
@@ -93,7 +100,7 @@ def run(
     t0 = time.monotonic()
     for algo in algos:
         try:
-            res = run_algo(plan, make_engine(), algo, run_dir / algo, say)
+            res = run_algo(plan, make_engine(), algo, run_dir / algo, say, progress)
         except Exception as exc:
             (run_dir / "error.txt").write_text(traceback.format_exc())
             raise RunError(f"{algo}: {type(exc).__name__}: {exc}", run_dir) from exc
@@ -111,8 +118,9 @@ def run(
         port_rows_all += [{"algo": algo, **r} for r in res["rows"]]
         verdicts += res["verdicts"]
         per_algo[algo] = _algo_summary(plan, res)
-        for v in res["verdicts"]:
-            say("  " + v.line())
+        if progress is None:
+            for v in res["verdicts"]:
+                say("  " + v.line())
     records.write_csv(run_dir / "flows.csv", flow_rows)
     records.write_csv(run_dir / "ports.csv", port_rows_all)
     summary = {
