@@ -139,10 +139,11 @@ def _judge_one(
             errs[f.name] = {
                 "measured_pps": round(got, 2),
                 "maxmin_pps": round(want, 2),
-                "error": round(abs(got - want) / want, 4) if want > 0 else None,
+                # relative to the share, but never to less than 1 pkt/s
+                "error": round(abs(got - want) / max(want, 1.0), 4),
             }
         if e.metric == "maxmin":
-            worst = max((d["error"] or 0.0 for d in errs.values()), default=0.0)
+            worst = max((d["error"] for d in errs.values()), default=0.0)
             tol = float(e.within or 0.0)
             return Verdict(
                 i,

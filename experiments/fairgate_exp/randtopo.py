@@ -13,9 +13,15 @@ MAX_PORTS = 15
 
 
 def random_experiment(
-    seed: int, algorithms: list[str] | None = None, duration_s: float = 20.0
+    seed: int,
+    algorithms: list[str] | None = None,
+    duration_s: float = 20.0,
+    symmetric_pps: bool = False,
 ) -> dict[str, Any]:
-    """An experiment document (what tomllib would return for the file)."""
+    """An experiment document (what tomllib would return for the file).
+    ``symmetric_pps``: one capacity per link for both directions, in packets/s (BMv2's
+    queue unit, where an ack costs a packet), which the BMv2 engine can run (the
+    controller's topology file has one capacity per link)."""
     rng = random.Random(seed)
     n = rng.randint(3, 8)
     switches = [f"s{i + 1}" for i in range(n)]
@@ -43,6 +49,10 @@ def random_experiment(
         }
         for a, b in edges
     ]
+    if symmetric_pps:
+        for link in links:
+            pps = round(float(link["capacity"].removesuffix("Mbit/s")) * 1e6 / (8 * 1242))
+            link["capacity"] = link["reverse_capacity"] = f"{pps}pkt/s"
     hosts: list[dict[str, Any]] = []
     flows: list[dict[str, Any]] = []
     for i in range(rng.randint(2, 12)):
