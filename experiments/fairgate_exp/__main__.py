@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 from fairgate_exp.engine import Engine
 from fairgate_exp.load import ExperimentError, load
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def parser() -> argparse.ArgumentParser:
@@ -86,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         from fairgate_exp.engines.bmv2 import Bmv2Engine, check_environment
 
         make = Bmv2Engine
+        signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM tears down like Ctrl-C
 
         problem = check_environment()
         if problem:
@@ -108,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             view.console.print(verdict_table(summary))
         else:
             run_dir, summary = run(plan, make, args.engine, args.results, algos, say)
+    except KeyboardInterrupt:
+        print("experiment: interrupted; everything started was stopped", file=sys.stderr)
+        return 130
     except RunError as exc:
         line = str(exc).splitlines()[0][:300]
         print(

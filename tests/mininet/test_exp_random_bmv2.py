@@ -41,4 +41,5 @@ def test_random_topology_on_bmv2_within_maxmin(algo: str, tmp_path: Path) -> Non
     res = run_algo(plan, Bmv2Engine(), algo, tmp_path / algo, print)
     (verdict,) = res["verdicts"]
     assert verdict.metric == "maxmin"
+    print(verdict.line(), verdict.detail)
     assert float(verdict.measured) <= TOLERANCE, verdict.detail
