@@ -76,8 +76,9 @@ test-mininet: $(STAMP)
 
 # Without BMv2 a lab runs in the packet-level simulator instead, and says so.
 # EXP is an experiment file (a path, or a name with experiments/<name>.toml) or, until
-# each is converted, an old scenario name. SCALE is passed to a file only when given.
-EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml))
+# each is converted, an old scenario name (SMOKE=1 keeps the old scenario's short
+# variant, which files do not have yet). SCALE is passed to a file only when given.
+EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
 EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(QUIET),--quiet) $(if $(JSON),--json)
 
