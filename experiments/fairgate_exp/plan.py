@@ -321,6 +321,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
             link.b, pb, link.a, f"{link.b}->{link.a}", rbps, rpps, depth, delay, False
         )
     duration = units.parse_time(info.duration)
+    payload = units.parse_bytes(info.payload)
     ctl = exp.control
     plan = Plan(
         name=name,
@@ -329,7 +330,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         factor=factor,
         scale_note=note,
         file=exp,
-        payload=units.parse_bytes(info.payload),
+        payload=payload,
         duration_s=duration,
         warmup_s=units.parse_time(info.warmup),
         seed=info.seed,
@@ -338,8 +339,12 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         period_min_s=units.parse_time(ctl.period_min),
         period_max_s=units.parse_time(ctl.period_max),
         q_ref_pkts=float(units.parse_packets(ctl.q_ref)),
-        initial_rate_kbps=round(units.parse_rate(ctl.initial_rate).bps(1242) * factor / 1000),
-        min_rate_kbps=max(1, round(units.parse_rate(ctl.min_rate).bps(1242) / 1000)),
+        initial_rate_kbps=round(
+            units.parse_rate(ctl.initial_rate).bps(payload + FRAME_OVERHEAD) * factor / 1000
+        ),
+        min_rate_kbps=max(
+            1, round(units.parse_rate(ctl.min_rate).bps(payload + FRAME_OVERHEAD) / 1000)
+        ),
         switches=list(exp.switches),
         hosts=hosts,
         ports=ports,
