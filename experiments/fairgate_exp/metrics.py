@@ -34,6 +34,8 @@ def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]
         if key not in measured:
             continue
         cap = r["capacity_Bps"] or 1.0
+        exact = r.get("queue_exact_pkts")  # measure.queue = "exact" (simulator)
+        queue_bytes = exact * plan.frame if exact is not None else r["queue_mean_bytes"]
         rows.append(
             {
                 "t": round(r["t"], 4),
@@ -41,8 +43,8 @@ def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]
                 "period_s": r["period_s"],
                 "util": round(r["departure_Bps"] / cap, 4),
                 "y_util": round(r["y_Bps"] / cap, 4),
-                "queue_pkts": round(r["queue_mean_bytes"] / plan.frame, 3),
-                "queue_bytes": round(r["queue_mean_bytes"], 1),
+                "queue_pkts": round(queue_bytes / plan.frame, 3),
+                "queue_bytes": round(queue_bytes, 1),
                 "drops": r["drop_pkts"],
                 "arrival_pkts": r["arrival_pkts"],
                 "departure_pkts": r["departure_pkts"],

@@ -46,6 +46,11 @@ def check_environment() -> str | None:
 def lab_topology(plan: Plan) -> LabTopology:
     """The plan as a LabTopology, port for port (the a -> b queue of each link is set by
     LabNet; the b -> a queue, if the plan limits it, by the engine afterwards)."""
+    if plan.exact_queue:
+        raise ValueError(
+            'bmv2 engine: measure.queue = "exact" is the simulator\'s; BMv2 gives the '
+            "controller's queue histogram"
+        )
     for p in plan.ports.values():
         if p.peer not in plan.switches:
             continue

@@ -16,6 +16,7 @@ from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
 from fairgate_sim.runner import SENDER_MODE
+from fairgate_sim.simlab import QueueProbe
 from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
 from fairgate_sim.udp import UdpReceiver, UdpSender
 
@@ -61,6 +62,7 @@ class SimEngine:
     senders: dict[str, UdpSender] = field(default_factory=dict)
     receivers: dict[str, UdpReceiver] = field(default_factory=dict)
     samples: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    probe: QueueProbe | None = None
     _plan: Plan | None = None
     _algo: str = "qfcp"
     _wall0: float = 0.0
@@ -82,6 +84,9 @@ class SimEngine:
                 core = ReceiverCore(round(plan.hosts[f.dst].ack_delay_s * 1e6))
                 self.receivers[f.dst] = UdpReceiver(self.net.clock, self.net.hosts[f.dst], core)
             self.samples[f.name] = []
+        if plan.exact_queue:  # measure.queue = "exact": sampled every 5 ms
+            self.probe = QueueProbe(self.net, list(plan.measured))
+            self.probe.start()
         self._wall0 = time.perf_counter()
         self.net.clock.after(plan.sample_s, self._sample)
 
@@ -120,8 +125,19 @@ class SimEngine:
         return self.net.clock.now
 
     def port_records(self) -> list[dict[str, Any]]:
+        """The controller's records; with an exact-queue probe, the measured ports' records
+        also carry ``queue_exact_pkts`` (the mean of the true queue over the period)."""
         assert self.ctl is not None
-        return list(self.ctl.recorder.records)
+        records = list(self.ctl.recorder.records)
+        if self.probe is None:
+            return records
+        out = []
+        for key in self.probe.samples:
+            rs = [r for r in records if (r["switch"], r["port"]) == key]
+            means = self.probe.period_means(key, [r["t"] for r in rs], [r["period_s"] for r in rs])
+            out += [{**r, "queue_exact_pkts": q} for r, q in zip(rs, means, strict=True)]
+        probed = set(self.probe.samples)
+        return out + [r for r in records if (r["switch"], r["port"]) not in probed]
 
     def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
         return {k: list(v) for k, v in self.samples.items()}

@@ -47,3 +47,9 @@ flows = [{ name = "f", src = "h1", dst = "r1" }]
     )
     with pytest.raises(ValueError, match="two different capacities"):
         lab_topology(load(path))
+    path.write_text(
+        base + 'links = [{ a = "s1", b = "s2", capacity = "100pkt/s" }]\n'
+        '[measure]\nqueue = "exact"\n'
+    )
+    with pytest.raises(ValueError, match="simulator"):
+        lab_topology(load(path))

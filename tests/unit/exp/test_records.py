@@ -96,3 +96,20 @@ def test_shipped_files_are_valid(path: Path) -> None:
     assert plan.flows and plan.file.expect
     for scale in plan.file.scales:
         assert load(path, scale).factor == plan.file.scales[scale].factor
+
+
+def test_exact_queue_in_the_simulator(tmp_path: Path) -> None:
+    """measure.queue = "exact": the queue column is the true queue sampled every 5 ms;
+    Lestas holds it near q_ref (10 x 1500 B = 12.1 frames of 1242 B)."""
+    path = tmp_path / "small.toml"
+    text = SMALL.replace('warmup = "4s"', 'warmup = "4s"\nalgorithms = ["lestas"]')
+    path.write_text(text.replace("[experiment]", '[measure]\nqueue = "exact"\n\n[experiment]'))
+    plan = load(path)
+    assert plan.exact_queue
+    run_dir, summary = run(plan, SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    q = summary["results"]["lestas"]["ports"]["s1->s2"]["queue_pkts"]
+    assert 0.7 * 12.1 < q < 1.3 * 12.1, q
+    raw = [
+        json.loads(x) for x in (run_dir / "lestas" / "controller.jsonl").read_text().splitlines()
+    ]
+    assert raw  # the controller's own records are kept beside
