@@ -19,7 +19,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab sim lint bench clean
+.PHONY: help deps build test test-unit test-ptf test-mininet lab sim report lint bench clean
 
 help:
 	@echo "FairGate make targets"
@@ -31,11 +31,15 @@ help:
 	@echo "  make test-mininet  Mininet end-to-end tests"
 	@echo "  make build         compile p4src/*.p4 with p4c --Werror into $(BUILD)/ and refresh"
 	@echo "                     the committed p4src/compiled/ and p4src/fairgate_p4/generated.py"
-	@echo "  make lab EXP=name  run a lab scenario on BMv2 in Mininet [ALGO=qfcp,rcp|all] [SMOKE=1];"
+	@echo "  make lab EXP=file  run an experiment file (experiments/<name>.toml or a path) on BMv2;"
+	@echo "                     results/<experiment>/<run-id>/ (docs/experiments.md) [SCALE=] [ALGO=]"
+	@echo "  make lab EXP=name  run an old lab scenario on BMv2 in Mininet [ALGO=qfcp,rcp|all] [SMOKE=1];"
 	@echo "                     results/<name>/<run-id>/ (docs/labs.md lists the scenarios)"
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
-	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
+	@echo "  make sim EXP=file  an experiment file in the packet-level simulator [SCALE=] [ALGO=]"
+	@echo "  make report        regenerate docs/results.md's generated section from the newest runs"
+	@echo "  make sim EXP=name  an old scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
@@ -73,9 +77,23 @@ test-mininet: $(STAMP)
 	$(PY) scripts/run_tests.py --suite mininet $(if $(STRICT),--strict)
 
 # Without BMv2 a lab runs in the packet-level simulator instead, and says so.
+# EXP is an experiment file (a path, or a name with experiments/<name>.toml) or, until
+# each is converted, an old scenario name (SMOKE=1 keeps the old scenario's short
+# variant, which files do not have yet). SCALE is passed to a file only when given.
+EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
+EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
+EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(QUIET),--quiet) $(if $(JSON),--json)
+
 lab: $(STAMP)
-	@test -n "$(EXP)" || { echo "make lab: say which scenario, e.g. make lab EXP=two-bottleneck (docs/labs.md)"; exit 2; }
-	@if command -v $(SWITCH) >/dev/null; then \
+	@test -n "$(EXP)" || { echo "make lab: say which experiment, e.g. make lab EXP=ring or EXP=path/to/file.toml (docs/experiments.md)"; exit 2; }
+	@if [ -n "$(EXP_FILE)" ]; then \
+	  if command -v $(SWITCH) >/dev/null; then \
+	    $(PY) -m fairgate_exp run $(EXP_ARGS) --engine bmv2; \
+	  else \
+	    echo "make lab: $(SWITCH) not found, so this runs in the SIMULATOR (README: The P4 toolchain)"; \
+	    $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
+	  fi; \
+	elif command -v $(SWITCH) >/dev/null; then \
 	  $(PY) -m fairgate_topo.lab --exp $(EXP) --algo $(ALGO) $(if $(SMOKE),--smoke); \
 	else \
 	  echo "=================================================================="; \
@@ -101,8 +119,15 @@ bench: $(STAMP)
 	$(PY) scripts/run_benchmarks.py
 
 sim: $(STAMP)
-	@test -n "$(EXP)" || { echo "make sim: give EXP=<name> (python -m fairgate_sim --help)"; exit 2; }
-	$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE)
+	@test -n "$(EXP)" || { echo "make sim: give EXP=<file.toml or name> (docs/experiments.md)"; exit 2; }
+	@if [ -n "$(EXP_FILE)" ]; then \
+	  $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
+	else \
+	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
+	fi
+
+report: $(STAMP)
+	$(PY) -m fairgate_exp report --results results --doc docs/results.md
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""FairGate experiments as data: one TOML file, validated, run by either engine."""

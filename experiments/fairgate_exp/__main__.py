@@ -1,0 +1,136 @@
+"""``python -m fairgate_exp run FILE|NAME --engine sim|bmv2 [--scale S] [--algo A,B]``
+and ``python -m fairgate_exp check FILE``.
+
+A bad file gets one line on stderr and exit status 2 (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from fairgate_exp.engine import Engine
+from fairgate_exp.load import ExperimentError, load
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fairgate_exp", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run an experiment file")
+    r.add_argument("exp", help="experiments/<name>.toml or a path")
+    r.add_argument("--engine", choices=("sim", "bmv2"), default="sim")
+    r.add_argument("--scale", default=None, help="a [scales.<name>] of the file (default: first)")
+    r.add_argument("--algo", default="all", help="comma-separated, or all (the file's)")
+    r.add_argument("--results", type=Path, default=Path("results"))
+    r.add_argument("--quiet", action="store_true", help="only the verdicts")
+    r.add_argument("--json", action="store_true", help="print summary.json at the end")
+    r.add_argument("--workers", type=int, default=1, help="sweeps: local processes")
+    r.add_argument("--scheduler", default=None, help="sweeps: a Dask scheduler tcp://host:8786")
+    rep = sub.add_parser("report", help="regenerate docs/results.md's generated section")
+    rep.add_argument("--results", type=Path, default=Path("results"))
+    rep.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    c = sub.add_parser("check", help="validate a file; print its resolved form")
+    c.add_argument("exp")
+    c.add_argument("--scale", default=None)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.cmd == "report":
+        from fairgate_exp.report import update
+
+        changed = update(args.doc, args.results)
+        print(f"report: {args.doc} {'updated' if changed else 'unchanged'} from {args.results}")
+        return 0
+    try:
+        plan = load(args.exp, args.scale)
+        algos = plan.algorithms if getattr(args, "algo", "all") == "all" else args.algo.split(",")
+        bad = [a for a in algos if a not in ("qfcp", "rcp", "lestas", "none")]
+        if bad:
+            raise ExperimentError(f"--algo: unknown algorithm(s) {', '.join(bad)}")
+        if getattr(args, "engine", None) == "bmv2":
+            from fairgate_exp.engines.bmv2 import lab_topology
+
+            try:
+                lab_topology(plan)
+            except ValueError as exc:
+                raise ExperimentError(f"{plan.path}: {exc}") from None
+        if plan.file.tcp:
+            raise ExperimentError(
+                "tcp generators are parsed and checked but no engine runs them yet (issue 13)"
+            )
+    except ExperimentError as exc:
+        print(f"experiment: {exc}", file=sys.stderr)
+        return 2
+    if args.cmd == "check":
+        print(json.dumps(plan.resolved(), indent=2))
+        return 0
+    make: Callable[[], Engine]
+    if plan.file.sweep is not None and plan.file.sweep.grid:
+        if args.engine != "sim":
+            print("experiment: sweeps run in the simulator only (for now)", file=sys.stderr)
+            return 2
+        from fairgate_exp.sweep import run_sweep
+
+        run_sweep(args.exp, args.scale, algos, args.results, args.workers, args.scheduler)
+        return 0
+    if args.engine == "sim":
+        from fairgate_exp.engines.sim import SimEngine
+
+        make = SimEngine
+    else:
+        from fairgate_exp.engines.bmv2 import Bmv2Engine, check_environment
+
+        make = Bmv2Engine
+        signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM tears down like Ctrl-C
+
+        problem = check_environment()
+        if problem:
+            print(f"experiment: {problem}", file=sys.stderr)
+            return 2
+    from fairgate_exp.driver import RunError, run
+
+    def say(msg: str) -> None:
+        if not args.quiet or msg.lstrip().startswith(("PASS", "FAIL")):
+            print(msg, flush=True)
+
+    try:
+        if sys.stdout.isatty() and not args.quiet and not args.json:
+            from fairgate_exp.live import LiveView, verdict_table
+
+            with LiveView() as view:
+                run_dir, summary = run(
+                    plan, make, args.engine, args.results, algos, view.say, view.update
+                )
+            view.console.print(verdict_table(summary))
+        else:
+            run_dir, summary = run(plan, make, args.engine, args.results, algos, say)
+    except KeyboardInterrupt:
+        print("experiment: interrupted; everything started was stopped", file=sys.stderr)
+        return 130
+    except RunError as exc:
+        line = str(exc).splitlines()[0][:300]
+        print(
+            f"experiment: {args.engine} run failed: {line} ({exc.run_dir}/error.txt)",
+            file=sys.stderr,
+        )
+        return 1
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    verdict = "all expectations met" if summary["passed"] else "some expectations FAILED"
+    print(f"experiment: {verdict}; record in {run_dir}")
+    return 0 if summary["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Cross-checks the schema cannot express: names, references, times, ports, metrics."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from typing import Any
+
+from fairgate_exp import units
+from fairgate_exp.schema import ExperimentFile
+
+
+def _err(msg: str) -> Exception:
+    from fairgate_exp.load import ExperimentError
+
+    return ExperimentError(msg)
+
+
+def _near(name: str, known: list[str]) -> str:
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def _dupes(kind: str, names: list[str]) -> None:
+    for name, n in Counter(names).items():
+        if n > 1:
+            raise _err(f"{kind} {name!r} is defined {n} times")
+
+
+def check(exp: ExperimentFile) -> None:
+    _dupes("switch", exp.switches)
+    _dupes("host", [h.name for h in exp.hosts])
+    _dupes("node", exp.switches + [h.name for h in exp.hosts])
+    _dupes("flow", [f.name for f in exp.flows] + [t.name for t in exp.tcp])
+    _dupes("phase", [p.name for p in exp.phases])
+    switches, hosts = list(exp.switches), [h.name for h in exp.hosts]
+    for i, h in enumerate(exp.hosts):
+        if h.switch not in switches:
+            raise _err(
+                f"hosts[{i}] ({h.name}): unknown switch {h.switch!r}{_near(h.switch, switches)}"
+            )
+    pairs: set[frozenset[str]] = set()
+    for i, link in enumerate(exp.links):
+        for end in (link.a, link.b):
+            if end not in switches:
+                what = "a host (hosts attach with hosts[].switch)" if end in hosts else "unknown"
+                raise _err(
+                    f"links[{i}] ({link.a}-{link.b}): {end!r} is {what}{_near(end, switches)}"
+                )
+        if link.a == link.b:
+            raise _err(f"links[{i}]: a link from {link.a} to itself")
+        pair = frozenset((link.a, link.b))
+        if pair in pairs:
+            raise _err(f"links[{i}]: a second link between {link.a} and {link.b}")
+        pairs.add(pair)
+    adj: dict[str, set[str]] = {sw: set() for sw in switches}
+    for link in exp.links:
+        adj[link.a].add(link.b)
+        adj[link.b].add(link.a)
+    at = {h.name: h.switch for h in exp.hosts}
+    duration = units.parse_time(exp.experiment.duration)
+    warmup = units.parse_time(exp.experiment.warmup)
+    if warmup >= duration:
+        raise _err(
+            f"experiment.warmup {exp.experiment.warmup} is not before the end ({duration:g} s)"
+        )
+    for kind, items in (("flows", exp.flows), ("tcp", exp.tcp)):
+        for i, f in enumerate(items):
+            for end in (f.src, f.dst):
+                if end not in hosts:
+                    raise _err(f"{kind}[{i}] ({f.name}): unknown host {end!r}{_near(end, hosts)}")
+            if f.src == f.dst:
+                raise _err(f"{kind}[{i}] ({f.name}): src and dst are both {f.src}")
+            if at[f.dst] not in _reach(adj, at[f.src]):
+                raise _err(
+                    f"{kind}[{i}] ({f.name}): no route from {f.src} ({at[f.src]}) "
+                    f"to {f.dst} ({at[f.dst]}): no path of links"
+                )
+            start = units.parse_time(f.start)
+            stop = duration if f.stop is None else units.parse_time(f.stop)
+            if stop > duration:
+                raise _err(
+                    f"{kind}[{i}] ({f.name}): stop {f.stop} is after the end ({duration:g} s)"
+                )
+            if start >= stop:
+                raise _err(f"{kind}[{i}] ({f.name}): start {f.start} is not before its stop")
+        for i, t in enumerate(exp.tcp):
+            if t.kind == "poisson" and t.arrival_rate is None:
+                raise _err(f"tcp[{i}] ({t.name}): a poisson generator needs arrival_rate")
+    for i, p in enumerate(exp.phases):
+        start = units.parse_time(p.start)
+        end = duration if p.end is None else units.parse_time(p.end)
+        if start >= duration or end > duration:
+            raise _err(
+                f"phases[{i}] ({p.name}): starts or ends after the end of the run ({duration:g} s)"
+            )
+        if start >= end:
+            raise _err(f"phases[{i}] ({p.name}): start {p.start} is not before its end")
+    algos = set(exp.experiment.algorithms)
+    phases = [p.name for p in exp.phases]
+    flows = [f.name for f in exp.flows]
+    for i, e in enumerate(exp.expect):
+        where = f"expect[{i}] ({e.metric})"
+        if e.phase is not None and e.phase not in phases:
+            raise _err(f"{where}: unknown phase {e.phase!r}{_near(e.phase, phases)}")
+        for a in e.algorithms or []:
+            if a not in algos:
+                raise _err(f"{where}: algorithm {a!r} is not among experiment.algorithms")
+        for f in e.flows or []:
+            if f not in flows:
+                raise _err(f"{where}: unknown flow {f!r}{_near(f, flows)}")
+        if e.metric in ("maxmin", "flow_rate", "jain"):
+            if not exp.measure.flows:
+                raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
+            if not exp.flows:
+                raise _err(f"{where}: there are no paced flows to measure")
+        if e.metric in ("maxmin", "queue") and e.within is None:
+            raise _err(f'{where}: needs within (e.g. within = "10%")')
+        if e.metric in ("utilisation", "jain") and e.min is None:
+            raise _err(f"{where}: needs min (e.g. min = 0.95)")
+        if e.metric == "drops" and e.max is None:
+            raise _err(f"{where}: needs max (e.g. max = 0)")
+        if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):
+            raise _err(f"{where}: needs flows, value and within")
+        if e.metric == "queue" and "lestas" not in (e.algorithms or algos):
+            raise _err(f"{where}: only lestas regulates the queue to q_ref")
+    if exp.sweep is not None:
+        doc = exp.model_dump(mode="json", exclude={"sweep"})
+        for key, values in exp.sweep.grid.items():
+            _check_path(doc, key)
+            if not values:
+                raise _err(f"sweep.grid.{key}: no values")
+
+
+def _reach(adj: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nb in adj[todo.pop()] - seen:
+            seen.add(nb)
+            todo.append(nb)
+    return seen
+
+
+def _check_path(doc: Any, key: str) -> None:
+    here: Any = doc
+    done: list[str] = []
+    for part in key.split("."):
+        if isinstance(here, list):
+            if not part.isdigit() or int(part) >= len(here):
+                raise _err(
+                    f"sweep over unknown field {key!r}: {'.'.join(done)} has {len(here)} entries"
+                )
+            here = here[int(part)]
+        elif isinstance(here, dict):
+            if part not in here:
+                raise _err(f"sweep over unknown field {key!r}{_near(part, list(here))}")
+            here = here[part]
+        else:
+            raise _err(f"sweep over unknown field {key!r}: {'.'.join(done)} is a value")
+        done.append(part)

@@ -1,0 +1,41 @@
+"""The engine interface both the simulator and the BMv2 lab implement.
+
+The driver (``driver.py``) is written once against it: it builds the network for one
+algorithm, starts host apps at their times, changes links, advances time (simulated
+seconds in the simulator, wall seconds on BMv2) and reads the port and flow statistics.
+Times are seconds since the experiment's time 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from fairgate_exp.plan import FlowPlan, Plan
+
+
+class Engine(Protocol):
+    name: str  # "sim" | "bmv2"
+
+    def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
+        """Network, controller and receiver agents for one algorithm; time 0 is now."""
+
+    def start_flow(self, flow: FlowPlan) -> None:
+        """Starts a paced rate-controlled UDP sender (it stops itself at ``flow.stop_s``)."""
+
+    def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
+        """Changes the service rate of one output port (a link change)."""
+
+    def advance(self, until_s: float) -> None:
+        """Lets the experiment run up to ``until_s``."""
+
+    def now(self) -> float: ...
+
+    def port_records(self) -> list[dict[str, Any]]:
+        """The controller's per-port, per-period records, ``t`` since time 0."""
+
+    def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
+        """Per flow, (t, packets received so far) at the receiver, every sample period."""
+
+    def close(self) -> dict[str, Any]:
+        """Tears down what ``build`` made; returns facts about the run (events, wall time)."""

@@ -1,0 +1,216 @@
+"""The BMv2 engine: a ``Plan`` as a Mininet network of ``simple_switch_grpc`` switches
+(``fairgate_topo.labnet``), the controller and the host agents as tracked processes.
+
+Capacities are BMv2 egress queue rates in packets/s (a bit/s capacity becomes packets/s
+of the data frame); the controller gets the plan's topology (per-direction capacities).
+Propagation delay: the kernels here have no netem, so a switch-to-switch link delay is
+refused; host access delays are delay-line nodes and ``ack_delay`` is held by the
+receiver (the labs' RTT emulation). Time is wall time since the controller was ready.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairgate_exp.plan import FlowPlan, Plan
+from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
+from fairgate_topo.procs import ProcessGroup
+from fairgate_topo.scenarios.common import LabContext, read_jsonl
+from fairgate_topo.switch_cli import set_queue
+
+PY = sys.executable
+SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "none": "qfcp"}
+SPORT_BASE = 41000
+
+
+def check_environment() -> str | None:
+    if os.geteuid() != 0:
+        return "the BMv2 engine needs root (Mininet, namespaces): run with sudo"
+    for env, default in (("SWITCH", "simple_switch_grpc"), ("SWITCH_CLI", "simple_switch_CLI")):
+        if shutil.which(os.environ.get(env, default)) is None:
+            return f"{os.environ.get(env, default)} not found: install p4lang's BMv2 (README)"
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        return "Mininet not importable: make deps"
+    return None
+
+
+def lab_topology(plan: Plan) -> LabTopology:
+    """The plan as a LabTopology, port for port (the a -> b queue of each link is set by
+    LabNet; the b -> a queue, if the plan limits it, by the engine afterwards)."""
+    if plan.exact_queue:
+        raise ValueError(
+            'bmv2 engine: measure.queue = "exact" is the simulator\'s; BMv2 gives the '
+            "controller's queue histogram"
+        )
+    for p in plan.ports.values():
+        if p.peer not in plan.switches:
+            continue
+        if p.delay_s > 0:
+            raise ValueError(
+                f"bmv2 engine: link {p.label} has a delay; without netem only host access "
+                "delays (hosts[].delay) and ack_delay are emulated"
+            )
+        back = next(q for q in plan.ports.values() if q.switch == p.peer and q.peer == p.switch)
+        if p.limited and back.limited and _pps(plan, p) != _pps(plan, back):
+            raise ValueError(
+                f"bmv2 engine: link {p.switch}-{p.peer} has two different capacities; the "
+                "controller's topology file gives a link one capacity for both directions"
+            )
+    topo = LabTopology(frame_bytes=plan.frame)
+    topo.switches = list(plan.switches)
+    for h in plan.hosts.values():
+        p = plan.ports[(h.switch, h.port)]
+        topo.hosts[h.name] = LabHost(
+            h.name,
+            h.index,
+            h.switch,
+            h.port,
+            _pps(plan, p),
+            p.depth,
+            p.gate_syn,
+            h.delay_s * 1000 if h.delay_s > 0 else None,
+        )
+    done: set[tuple[str, int]] = set()
+    for key, p in plan.ports.items():
+        if p.peer not in plan.switches or key in done:
+            continue
+        back = next(q for q in plan.ports.values() if q.switch == p.peer and q.peer == p.switch)
+        done |= {key, (back.switch, back.port)}
+        topo.links.append(
+            LabLink(p.switch, p.port, back.switch, back.port, _pps(plan, p), p.depth, p.gate_syn)
+        )
+    return topo
+
+
+def _pps(plan: Plan, p: Any) -> int | None:
+    if p.pps is not None:
+        return round(p.pps)
+    if p.bps is not None:
+        return max(1, round(p.bps / (8 * plan.frame)))
+    return None
+
+
+@dataclass
+class Bmv2Engine:
+    name: str = "bmv2"
+    net: LabNet | None = None
+    procs: ProcessGroup | None = None
+    ctx: LabContext | None = None
+    t0: float = 0.0
+    sports: dict[str, int] = field(default_factory=dict)
+    _plan: Plan | None = None
+    _algo: str = "qfcp"
+    _thrift: dict[str, int] = field(default_factory=dict)
+    _closed: bool = False
+
+    def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
+        self._plan, self._algo = plan, algo
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.procs = ProcessGroup(run_dir / "logs")
+        self.net = LabNet(lab_topology(plan), run_dir)
+        self.net.__enter__()
+        written = json.loads(self.net.topo_path.read_text())
+        addr = {s["name"]: (s["grpc_addr"], s["thrift_port"]) for s in written["switches"]}
+        self._thrift = {name: a[1] for name, a in addr.items()}
+        # the b -> a queues LabNet leaves at line rate
+        for (sw, port), p in plan.ports.items():
+            if p.peer in plan.switches and p.limited:
+                set_queue(self._thrift[sw], port, _pps(plan, p), p.depth)
+        doc = plan.topology_doc(pps_only=True)
+        for s in doc["switches"]:
+            s["grpc_addr"], s["thrift_port"] = addr[s["name"]]
+        doc["comment"] = f"written by fairgate_exp from {plan.path} (scale {plan.scale})"
+        self.net.topo_path.write_text(json.dumps(doc, indent=2) + "\n")
+        self.ctx = LabContext(plan.name, algo, False, run_dir, self.net, self.procs)
+        period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
+        extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
+        extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
+        extra += ["--min-rate", str(plan.min_rate_kbps)]
+        self.ctx.start_controller(algo, extra)
+        for dst in dict.fromkeys(f.dst for f in plan.flows):
+            delay_ms = plan.hosts[dst].ack_delay_s * 1000
+            cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay_ms:g}"]
+            cmd += ["--log", str(self.ctx.log_path(f"rx-{dst}"))]
+            cmd += ["--log-interval", f"{plan.sample_s:g}"]
+            self.procs.start(f"rx-{dst}", cmd, self.net.host(dst))
+        for i, f in enumerate(plan.flows):
+            self.sports[f.name] = SPORT_BASE + i
+        time.sleep(0.5)  # receivers bound
+        self.t0 = time.time()
+
+    def start_flow(self, flow: FlowPlan) -> None:
+        assert self.ctx is not None and self.procs is not None and self._plan is not None
+        plan = self._plan
+        cmd = [PY, "-m", "fairgate_hosts.sender", "--dst", plan.hosts[flow.dst].ip]
+        cmd += ["--mode", SENDER_MODE[self._algo], "--sport", str(self.sports[flow.name])]
+        cmd += ["--duration", f"{flow.stop_s - max(flow.start_s, self.now()):.3f}"]
+        cmd += ["--flow-id", flow.name, "--packet-bytes", str(plan.payload)]
+        cmd += ["--log", str(self.ctx.log_path(f"tx-{flow.name}")), "--log-interval", "0.2"]
+        cmd += ["--initial-rate", str(plan.initial_rate_kbps), "--spin-us", "100"]
+        cmd += ["--min-rate", str(plan.min_rate_kbps), "--give-up", "30"]
+        if flow.max_rate_bps is not None:
+            cmd += ["--desired-rate", str(round(flow.max_rate_bps / 1000))]
+        self.procs.start(f"tx-{flow.name}", cmd, self.net.host(flow.src) if self.net else None)
+
+    def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
+        assert self._plan is not None
+        rate = round(pps) if pps is not None else round((bps or 0) / (8 * self._plan.frame))
+        set_queue(self._thrift[switch], port, max(1, rate), None)
+
+    def advance(self, until_s: float) -> None:
+        while True:
+            left = self.t0 + until_s - time.time()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.2))
+
+    def now(self) -> float:
+        return time.time() - self.t0
+
+    def port_records(self) -> list[dict[str, Any]]:
+        assert self.ctx is not None
+        out = []
+        for r in read_jsonl(self.ctx.records_path):
+            if "switch" in r and "port" in r and "t" in r:
+                out.append({**r, "t": r["t"] - self.t0})
+        return out
+
+    def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
+        """From the receivers' logs: (t, packets so far) per sender ``ip:sport``."""
+        assert self.ctx is not None and self._plan is not None
+        plan = self._plan
+        by_peer = {f"{plan.hosts[f.src].ip}:{self.sports[f.name]}": f.name for f in plan.flows}
+        out: dict[str, list[tuple[float, int]]] = {f.name: [] for f in plan.flows}
+        for path in sorted((self.ctx.run_dir / "hosts").glob("rx-*.jsonl")):
+            recs = read_jsonl(path)
+            agent = next((r for r in recs if r.get("type") == "agent"), None)
+            if agent is None:
+                continue
+            base = agent["wall_time"] - self.t0
+            for r in recs:
+                name = by_peer.get(str(r.get("peer")))
+                if r.get("type") == "rx" and name is not None:
+                    out[name].append((round(base + r["t_us"] / 1e6, 4), int(r["packets"])))
+        return out
+
+    def close(self) -> dict[str, Any]:
+        if self._closed:
+            return {}
+        self._closed = True
+        wall = time.time() - self.t0 if self.t0 else 0.0
+        try:
+            if self.procs is not None:
+                self.procs.stop_all()
+        finally:
+            if self.net is not None:
+                self.net.stop()
+        return {"wall_s": round(wall, 1), "rtt_emulation": "ack-delay"}

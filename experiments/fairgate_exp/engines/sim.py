@@ -1,0 +1,158 @@
+"""The simulator engine: a ``Plan`` on ``fairgate_sim``'s network, switch, controller and
+host-agent adapters. It imports nothing from ``fairgate_topo``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairgate_controller.agent import ControlConfig
+from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan
+from fairgate_hosts.receiver import ReceiverCore
+from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
+from fairgate_sim.control import MemoryRecorder, SimController
+from fairgate_sim.network import Network
+from fairgate_sim.port import PortParams
+from fairgate_sim.runner import SENDER_MODE
+from fairgate_sim.simlab import QueueProbe
+from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
+from fairgate_sim.udp import UdpReceiver, UdpSender
+
+
+def port_params(pps: float | None, bps: float | None, depth: int, delay_s: float) -> PortParams:
+    if pps is not None:
+        return PortParams(rate_pps=pps, depth=depth, delay_s=delay_s)
+    return PortParams(
+        rate_Bps=(bps if bps is not None else LINE_RATE_BPS) / 8, depth=depth, delay_s=delay_s
+    )
+
+
+def control_config(plan: Plan, algo: str) -> ControlConfig:
+    return ControlConfig(
+        algo=algo,  # type: ignore[arg-type]
+        period_s=plan.period_s,
+        period_min_s=plan.period_min_s,
+        period_max_s=plan.period_max_s,
+        q_ref_pkts=plan.q_ref_pkts,
+        min_rate_kbps=plan.min_rate_kbps,
+    )
+
+
+def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
+    desired = RATE_UNLIMITED if flow.max_rate_bps is None else round(flow.max_rate_bps / 1000)
+    return SenderConfig(
+        mode=SENDER_MODE[algo],
+        packet_bytes=plan.payload,
+        duration_us=round((flow.stop_s - flow.start_s) * 1e6),
+        desired_rate_kbps=desired,
+        initial_rate_kbps=plan.initial_rate_kbps,
+        min_rate_kbps=plan.min_rate_kbps,
+        give_up_us=30_000_000,
+        log_interval_us=200_000,
+    )
+
+
+@dataclass
+class SimEngine:
+    name: str = "sim"
+    net: Network | None = None
+    ctl: SimController | None = None
+    senders: dict[str, UdpSender] = field(default_factory=dict)
+    receivers: dict[str, UdpReceiver] = field(default_factory=dict)
+    samples: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    probe: QueueProbe | None = None
+    _plan: Plan | None = None
+    _algo: str = "qfcp"
+    _wall0: float = 0.0
+
+    def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
+        self._plan, self._algo = plan, algo
+        ports = {k: port_params(p.pps, p.bps, p.depth, p.delay_s) for k, p in plan.ports.items()}
+        uplinks = {
+            h.name: PortParams(rate_Bps=LINE_RATE_BPS / 8, depth=UPLINK_DEPTH, delay_s=h.delay_s)
+            for h in plan.hosts.values()
+        }
+        spec = NetSpec(plan.topology(), ports, uplinks, plan.frame)
+        self.net = Network(spec)
+        records = run_dir / "controller.jsonl"
+        records.parent.mkdir(parents=True, exist_ok=True)
+        self.ctl = SimController(self.net, control_config(plan, algo), MemoryRecorder(records))
+        for f in plan.flows:
+            if f.dst not in self.receivers:
+                core = ReceiverCore(round(plan.hosts[f.dst].ack_delay_s * 1e6))
+                self.receivers[f.dst] = UdpReceiver(self.net.clock, self.net.hosts[f.dst], core)
+            self.samples[f.name] = []
+        if plan.exact_queue:  # measure.queue = "exact": sampled every 5 ms
+            self.probe = QueueProbe(self.net, list(plan.measured))
+            self.probe.start()
+        self._wall0 = time.perf_counter()
+        self.net.clock.after(plan.sample_s, self._sample)
+
+    def _sample(self) -> None:
+        assert self.net is not None and self._plan is not None
+        now = round(self.net.clock.now, 4)
+        for name, tx in self.senders.items():
+            rx = self.receivers[next(f.dst for f in self._plan.flows if f.name == name)]
+            self.samples[name].append((now, rx.packets_from(tx.host.ip, tx.sport)))
+        self.net.clock.after(self._plan.sample_s, self._sample)
+
+    def start_flow(self, flow: FlowPlan) -> None:
+        assert self.net is not None and self._plan is not None
+        cfg = sender_config(self._plan, self._algo, flow)
+        self.senders[flow.name] = UdpSender(
+            self.net.clock,
+            self.net.hosts[flow.src],
+            self.net.ip(flow.dst),
+            cfg,
+            flow.name,
+            self.net.clock.now,
+        )
+
+    def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
+        assert self.net is not None
+        out = self.net.switches[switch].ports[port]
+        out.drain(self.net.clock.now)
+        out.params = port_params(pps, bps, out.params.depth, out.params.delay_s)
+
+    def advance(self, until_s: float) -> None:
+        assert self.net is not None
+        self.net.run(until_s)
+
+    def now(self) -> float:
+        assert self.net is not None
+        return self.net.clock.now
+
+    def port_records(self) -> list[dict[str, Any]]:
+        """The controller's records; with an exact-queue probe, the measured ports' records
+        also carry ``queue_exact_pkts`` (the mean of the true queue over the period)."""
+        assert self.ctl is not None
+        records = list(self.ctl.recorder.records)
+        if self.probe is None:
+            return records
+        out = []
+        for key in self.probe.samples:
+            rs = [r for r in records if (r["switch"], r["port"]) == key]
+            means = self.probe.period_means(key, [r["t"] for r in rs], [r["period_s"] for r in rs])
+            out += [{**r, "queue_exact_pkts": q} for r, q in zip(rs, means, strict=True)]
+        probed = set(self.probe.samples)
+        return out + [r for r in records if (r["switch"], r["port"]) not in probed]
+
+    def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
+        return {k: list(v) for k, v in self.samples.items()}
+
+    def close(self) -> dict[str, Any]:
+        assert self.net is not None and self._plan is not None
+        wall = time.perf_counter() - self._wall0
+        return {
+            "simulated_s": round(self.net.clock.now, 3),
+            "wall_s": round(wall, 2),
+            "events": self.net.clock.events,
+            # what the simulator knows and BMv2 cannot count: queue drops per port, all run
+            "port_drops": {
+                p.label: self.net.switches[p.switch].ports[p.port].stats.dropped
+                for p in self._plan.ports.values()
+                if self.net.switches[p.switch].ports[p.port].stats.dropped
+            },
+        }

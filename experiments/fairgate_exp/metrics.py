@@ -1,0 +1,241 @@
+"""From raw engine output to series, window means and expectation verdicts (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fairgate_exp import units
+from fairgate_exp.oracle import bottlenecks, maxmin_pps
+from fairgate_exp.plan import FlowPlan, Plan
+from fairgate_exp.schema import Expect
+
+
+def flow_rates(samples: list[tuple[float, int]]) -> list[tuple[float, float]]:
+    """(t, packets/s over the interval ending at t) from cumulative counts."""
+    out = []
+    for (t0, n0), (t1, n1) in zip(samples, samples[1:], strict=False):
+        if t1 > t0 and n1 >= n0:
+            out.append((round(t1, 4), (n1 - n0) / (t1 - t0)))
+    return out
+
+
+def mean_in(series: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+    vals = [v for t, v in series if t0 < t <= t1]
+    return sum(vals) / len(vals) if vals else None
+
+
+def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per controller period and measured port."""
+    measured = set(plan.measured)
+    rows = []
+    for r in records:
+        key = (r["switch"], r["port"])
+        if key not in measured:
+            continue
+        cap = r["capacity_Bps"] or 1.0
+        exact = r.get("queue_exact_pkts")  # measure.queue = "exact" (simulator)
+        queue_bytes = exact * plan.frame if exact is not None else r["queue_mean_bytes"]
+        rows.append(
+            {
+                "t": round(r["t"], 4),
+                "port": plan.ports[key].label,
+                "period_s": r["period_s"],
+                "util": round(r["departure_Bps"] / cap, 4),
+                "y_util": round(r["y_Bps"] / cap, 4),
+                "queue_pkts": round(queue_bytes / plan.frame, 3),
+                "queue_bytes": round(queue_bytes, 1),
+                "drops": r["drop_pkts"],
+                "arrival_pkts": r["arrival_pkts"],
+                "departure_pkts": r["departure_pkts"],
+                "rate_kbps": r.get("rate_kbps"),
+            }
+        )
+    return rows
+
+
+def window_drops(rs: list[dict[str, Any]]) -> int:
+    """Packets lost at a port over consecutive periods: arrivals - departures - the growth
+    of the queue. (The controller's per-period ``drop_pkts`` is max(0, arrivals -
+    departures), which also counts every packet that merely waits in the queue at the end
+    of a period; summed over many periods it over-counts.) The queue at the window's ends
+    is the mean of its first and last period (the histogram's), so this is exact to
+    about a packet."""
+    if not rs:
+        return 0
+    net = sum(r["arrival_pkts"] - r["departure_pkts"] for r in rs)
+    growth = rs[-1]["queue_pkts"] - rs[0]["queue_pkts"]
+    return max(0, round(net - growth))
+
+
+def active_in(plan: Plan, t0: float, t1: float) -> list[FlowPlan]:
+    """Flows sending over the whole window (start before it, stop after it)."""
+    return [f for f in plan.flows if f.start_s <= t0 and f.stop_s >= t1]
+
+
+@dataclass
+class Verdict:
+    index: int
+    metric: str
+    algo: str
+    window: tuple[float, float]
+    passed: bool
+    measured: Any
+    expected: str
+    detail: dict[str, Any]
+
+    def line(self) -> str:
+        mark = "PASS" if self.passed else "FAIL"
+        return f"{mark} [{self.algo}] {self.metric}: {self.measured} (want {self.expected})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "expect": self.index,
+            "metric": self.metric,
+            "algo": self.algo,
+            "window_s": list(self.window),
+            "passed": self.passed,
+            "measured": self.measured,
+            "expected": self.expected,
+            "detail": self.detail,
+        }
+
+
+def judge(
+    plan: Plan,
+    algo: str,
+    rates: dict[str, list[tuple[float, float]]],
+    rows: list[dict[str, Any]],
+) -> list[Verdict]:
+    out = []
+    for i, e in enumerate(plan.file.expect):
+        if e.algorithms is not None and algo not in e.algorithms:
+            continue
+        if e.metric == "queue" and algo != "lestas":
+            continue
+        out.append(_judge_one(plan, algo, i, e, rates, rows))
+    return out
+
+
+def _judge_one(
+    plan: Plan,
+    algo: str,
+    i: int,
+    e: Expect,
+    rates: dict[str, list[tuple[float, float]]],
+    rows: list[dict[str, Any]],
+) -> Verdict:
+    t0, t1 = plan.window(e.phase)
+    win = (t0, t1)
+    active = active_in(plan, t0, t1)
+    names = set(e.flows) if e.flows else {f.name for f in active}
+    if e.metric in ("maxmin", "jain"):
+        oracle = maxmin_pps(plan, active)
+        errs, ratios = {}, {}
+        for f in active:
+            if f.name not in names:
+                continue
+            got = mean_in(rates.get(f.name, []), t0, t1) or 0.0
+            want = oracle[f.name]
+            ratios[f.name] = got / want if want > 0 else 0.0
+            errs[f.name] = {
+                "measured_pps": round(got, 2),
+                "maxmin_pps": round(want, 2),
+                # relative to the share, but never to less than 1 pkt/s
+                "error": round(abs(got - want) / max(want, 1.0), 4),
+            }
+        if e.metric == "maxmin":
+            worst = max((d["error"] for d in errs.values()), default=0.0)
+            tol = float(e.within or 0.0)
+            return Verdict(
+                i,
+                "maxmin",
+                algo,
+                win,
+                worst <= tol,
+                round(worst, 4),
+                f"<= {tol:g}",
+                {"flows": errs},
+            )
+        vals = list(ratios.values())
+        jain = sum(vals) ** 2 / (len(vals) * sum(v * v for v in vals)) if any(vals) else 0.0
+        return Verdict(
+            i,
+            "jain",
+            algo,
+            win,
+            jain >= (e.min or 0),
+            round(jain, 4),
+            f">= {e.min:g}",
+            {"normalised_by": "max-min share", "flows": errs},
+        )
+    if e.metric == "flow_rate":
+        assert e.value is not None
+        want = units.parse_rate(e.value).scaled(plan.factor).pps(plan.frame)
+        tol = float(e.within or 0.0)
+        detail, worst = {}, 0.0
+        for n in sorted(names):
+            got = mean_in(rates.get(n, []), t0, t1) or 0.0
+            err = abs(got - want) / want
+            worst = max(worst, err)
+            detail[n] = {"measured_pps": round(got, 2), "error": round(err, 4)}
+        return Verdict(
+            i,
+            "flow_rate",
+            algo,
+            win,
+            worst <= tol,
+            round(worst, 4),
+            f"<= {tol:g} of {want:.1f} pkt/s",
+            detail,
+        )
+    # port metrics
+    if e.ports:
+        labels = list(e.ports)
+    elif e.metric in ("queue", "utilisation"):
+        labels = [plan.ports[k].label for k in bottlenecks(plan, active)]
+    else:
+        labels = [plan.ports[k].label for k in plan.measured]
+    per: dict[str, Any] = {}
+    for lab in labels:
+        rs = [r for r in rows if r["port"] == lab and t0 < r["t"] <= t1]
+        if e.metric == "drops":
+            per[lab] = window_drops(rs)
+        elif e.metric == "utilisation":
+            per[lab] = round(sum(r["util"] for r in rs) / len(rs), 4) if rs else None
+        else:  # queue, in q_ref's packets (1500 B)
+            q = sum(r["queue_bytes"] for r in rs) / len(rs) / 1500 if rs else None
+            per[lab] = round(q, 2) if q is not None else None
+    if e.metric == "drops":
+        total = sum(per.values())
+        return Verdict(
+            i, "drops", algo, win, total <= (e.max or 0), total, f"<= {e.max:g}", {"ports": per}
+        )
+    if e.metric == "utilisation":
+        vals = [v for v in per.values() if v is not None]
+        worst = min(vals) if vals else 0.0
+        return Verdict(
+            i,
+            "utilisation",
+            algo,
+            win,
+            bool(vals) and worst >= (e.min or 0),
+            worst,
+            f">= {e.min:g}",
+            {"ports": per},
+        )
+    tol = float(e.within or 0.0)
+    q_ref = plan.q_ref_pkts
+    errs = {k: (abs(v - q_ref) / q_ref if v is not None else None) for k, v in per.items()}
+    vals = [v for v in errs.values() if v is not None]
+    worst = max(vals) if vals else 1.0
+    return Verdict(
+        i,
+        "queue",
+        algo,
+        win,
+        bool(vals) and worst <= tol,
+        round(worst, 4),
+        f"<= {tol:g} from q_ref {q_ref:g} pkt",
+        {"queue_pkts_1500B": per},
+    )

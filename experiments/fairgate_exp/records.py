@@ -1,0 +1,98 @@
+"""Run records: ``results/<experiment>/<run-id>/``, never overwritten, ``latest`` link."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def git_commit(short: bool = True) -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", *(["--short"] if short else []), "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        commit = out.stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "nogit"
+
+
+def _tool_version(cmd: str) -> str | None:
+    path = shutil.which(cmd)
+    if path is None:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[-1] if text else None
+
+
+def versions(engine: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "fairgate_commit": git_commit(short=False),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    if engine == "bmv2":
+        out["p4c"] = _tool_version(os.environ.get("P4C", "p4c-bm2-ss"))
+        out["bmv2"] = _tool_version(os.environ.get("SWITCH", "simple_switch_grpc"))
+    return out
+
+
+def new_run_dir(results: Path, experiment: str, engine: str, scale: str) -> Path:
+    """``<UTC time>-<engine>-<scale>-<commit>``; a suffix if that folder exists already."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = f"{stamp}-{engine}-{scale}-{git_commit()}"
+    root = results / experiment
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        run_id = base if n == 0 else f"{base}.{n}"
+        try:
+            (root / run_id).mkdir()
+        except FileExistsError:
+            continue
+        return root / run_id
+    raise RuntimeError(f"cannot make a run folder under {root}")
+
+
+def link_latest(run_dir: Path) -> None:
+    latest = run_dir.parent / "latest"
+    tmp = run_dir.parent / f".latest.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run_dir.name)
+    tmp.replace(latest)
+
+
+def write_json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        path.write_text("")
+        return
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)

@@ -1,0 +1,201 @@
+"""The experiment file's schema (pydantic v2): every section, key, default and unit check.
+
+Values with units stay strings in the model (so the resolved file reads like the input) and
+are checked when the file is loaded; ``plan.py`` turns them into numbers. Cross-references
+(links to known nodes, flows with a route, phases inside the run, expectations on recorded
+metrics) are checked by ``check.py`` after this schema has accepted the shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from fairgate_exp import units
+
+
+def _rate(v: str) -> str:
+    units.parse_rate(v, "capacity")
+    return v
+
+
+def _time(v: str) -> str:
+    units.parse_time(v)
+    return v
+
+
+def _ptime(v: str) -> str:
+    units.parse_time(v, allow_zero=False)
+    return v
+
+
+def _pkts(v: str) -> str:
+    units.parse_packets(v)
+    return v
+
+
+def _bytes(v: str) -> str:
+    units.parse_bytes(v)
+    return v
+
+
+def _period(v: str) -> str:
+    if v != "auto":
+        units.parse_time(v, "control period", allow_zero=False)
+    return v
+
+
+def _fraction(v: str | float) -> float:
+    """``"10%"`` or a number (0.1)."""
+    if isinstance(v, str):
+        s = v.strip()
+        if not s.endswith("%"):
+            raise ValueError(f'{v!r}: write a percentage like "10%" or a fraction like 0.1')
+        try:
+            return float(s[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"{v!r} is not a percentage") from None
+    return float(v)
+
+
+RateStr = Annotated[str, BeforeValidator(_rate)]
+TimeStr = Annotated[str, BeforeValidator(_time)]
+PosTimeStr = Annotated[str, BeforeValidator(_ptime)]
+PktStr = Annotated[str, BeforeValidator(_pkts)]
+ByteStr = Annotated[str, BeforeValidator(_bytes)]
+PeriodStr = Annotated[str, BeforeValidator(_period)]
+Fraction = Annotated[str | float, BeforeValidator(_fraction)]
+Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
+
+Algorithm = Literal["qfcp", "rcp", "lestas", "none"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExperimentInfo(Strict):
+    name: Name | None = None  # default: the file's stem
+    title: str = ""
+    paper: str = ""  # the source it reproduces, if any
+    duration: PosTimeStr = "30s"
+    warmup: TimeStr = "5s"  # measurements (expectations) start after it
+    seed: int = 1
+    algorithms: list[Algorithm] = Field(default_factory=lambda: ["qfcp"], min_length=1)
+    payload: ByteStr = "1200B"  # UDP payload of a data packet (rate header included)
+
+
+class Control(Strict):
+    period: PeriodStr = "auto"  # "auto": the mean carried RTT, within [period_min, period_max]
+    period_min: PosTimeStr = "40ms"
+    period_max: PosTimeStr = "200ms"
+    q_ref: PktStr = "10pkt"  # Lestas's queue target (packets of 1500 B)
+    initial_rate: RateStr = "400kbit/s"  # what senders start at
+    min_rate: RateStr = "8kbit/s"
+
+
+class Scale(Strict):
+    factor: float = Field(gt=0)  # multiplies every capacity and flow rate
+    note: str = ""
+
+
+class Host(Strict):
+    name: Name
+    switch: Name
+    port: int | None = Field(default=None, ge=1, le=15)  # default: the next free one
+    capacity: RateStr | None = None  # switch -> host (default: line rate)
+    buffer: PktStr = "64pkt"
+    delay: TimeStr = "0ms"  # one-way delay of the access link (both directions)
+    ack_delay: TimeStr = "0ms"  # the receiver holds each ack this long (RTT emulation)
+    gate_syn: bool = False  # SYN admission on the switch port towards this host
+
+
+class Link(Strict):
+    a: Name
+    b: Name
+    a_port: int | None = Field(default=None, ge=1, le=15)
+    b_port: int | None = Field(default=None, ge=1, le=15)
+    capacity: RateStr  # a -> b
+    reverse_capacity: RateStr | None = None  # b -> a (default: line rate, as the labs)
+    delay: TimeStr = "0ms"  # one-way propagation delay (both directions)
+    buffer: PktStr = "64pkt"
+    gate_syn: bool = False  # SYN admission on a's port towards b
+
+
+class Flow(Strict):
+    """A paced, rate-controlled UDP flow of the host agents (fairgate_hosts.sender)."""
+
+    name: Name
+    src: Name
+    dst: Name
+    start: TimeStr = "0s"
+    stop: TimeStr | None = None  # default: the end of the run
+    max_rate: RateStr | None = None  # the sender's desired rate (default: unlimited)
+
+
+class TcpGenerator(Strict):
+    """Kernel TCP flows: bulk (``count`` long flows) or Poisson arrivals with Pareto sizes."""
+
+    name: Name
+    src: Name
+    dst: Name
+    kind: Literal["bulk", "poisson"] = "bulk"
+    count: int = Field(default=1, ge=1)
+    arrival_rate: float | None = Field(default=None, gt=0)  # flows/s (poisson)
+    mean_size: ByteStr = "10kB"
+    pareto_shape: float = Field(default=1.5, gt=1)
+    start: TimeStr = "0s"
+    stop: TimeStr | None = None
+
+
+class Phase(Strict):
+    """A named window of the run (joins and leaves happen at phase boundaries)."""
+
+    name: Name
+    start: TimeStr
+    end: TimeStr | None = None  # default: the next phase's start, or the end of the run
+
+
+class Measure(Strict):
+    ports: list[str] | None = None  # "s1->s2" / "s1->h1"; default: every link's a -> b
+    flows: bool = True
+    sample: PosTimeStr = "200ms"  # per-flow rate sampling
+    queue: Literal["histogram", "exact"] = "histogram"
+
+
+Metric = Literal["maxmin", "utilisation", "drops", "queue", "jain", "flow_rate"]
+
+
+class Expect(Strict):
+    """One judged expectation. ``within`` is a relative tolerance; ``min``/``max`` bounds."""
+
+    metric: Metric
+    within: Fraction | None = None
+    min: float | None = None
+    max: float | None = None
+    ports: list[str] | None = None  # utilisation/drops/queue; default: every measured port
+    flows: list[Name] | None = None  # flow_rate/jain/maxmin; default: every flow
+    value: RateStr | None = None  # flow_rate: the expected rate
+    phase: Name | None = None  # default: from warmup to the end
+    algorithms: list[Algorithm] | None = None  # default: every algorithm of the run
+
+
+class Sweep(Strict):
+    grid: dict[str, list[Any]] = Field(default_factory=dict)  # "links.0.capacity" -> values
+
+
+class ExperimentFile(Strict):
+    experiment: ExperimentInfo = Field(default_factory=ExperimentInfo)
+    control: Control = Field(default_factory=Control)
+    scales: dict[Name, Scale] = Field(default_factory=dict)
+    switches: list[Name] = Field(min_length=1)
+    hosts: list[Host] = Field(min_length=2)
+    links: list[Link] = Field(default_factory=list)
+    flows: list[Flow] = Field(default_factory=list)
+    tcp: list[TcpGenerator] = Field(default_factory=list)
+    phases: list[Phase] = Field(default_factory=list)
+    measure: Measure = Field(default_factory=Measure)
+    expect: list[Expect] = Field(default_factory=list)
+    paper: dict[str, str | float | int] = Field(default_factory=dict)  # printed beside ours
+    sweep: Sweep | None = None

@@ -1,0 +1,55 @@
+"""The BMv2 engine's network is the plan's, port for port (pure: no switch started)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairgate_exp.load import EXPERIMENTS_DIR, load
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "topologies"))
+
+from fairgate_exp.engines.bmv2 import lab_topology  # noqa: E402
+
+
+def test_ring_maps_port_for_port() -> None:
+    plan = load(EXPERIMENTS_DIR / "ring.toml", "lab")
+    topo = lab_topology(plan)
+    for h in plan.hosts.values():
+        lh = topo.hosts[h.name]
+        assert (lh.switch, lh.port, lh.ip, lh.mac) == (h.switch, h.port, h.ip, h.mac)
+    rates = {(x.a, x.a_port, x.b, x.b_port): x.rate_pps for x in topo.links}
+    # 8 Mbit/s x 0.25 = 2 Mbit/s = 201 pkt/s of 1242 B frames, a -> b as in the file
+    assert rates[("s1", 3, "s2", 3)] == 201
+    assert rates[("s4", 4, "s1", 4)] == 252
+    doc = plan.topology_doc(pps_only=True)
+    link = next(x for x in doc["links"] if x["a"] == "s4:4")
+    assert link["queue_rate_pps"] == 252 and link["b"] == "s1:4"
+
+
+def test_refuses_what_bmv2_cannot_do(tmp_path: Path) -> None:
+    base = """switches = ["s1", "s2"]
+hosts = [{ name = "h1", switch = "s1" }, { name = "r1", switch = "s2" }]
+flows = [{ name = "f", src = "h1", dst = "r1" }]
+"""
+    path = tmp_path / "d.toml"
+    path.write_text(
+        base + 'links = [{ a = "s1", b = "s2", capacity = "1Mbit/s", delay = "5ms" }]\n'
+    )
+    with pytest.raises(ValueError, match="has a delay"):
+        lab_topology(load(path))
+    path.write_text(
+        base + 'links = [{ a = "s1", b = "s2", capacity = "100pkt/s", reverse_capacity = '
+        '"200pkt/s" }]\n'
+    )
+    with pytest.raises(ValueError, match="two different capacities"):
+        lab_topology(load(path))
+    path.write_text(
+        base + 'links = [{ a = "s1", b = "s2", capacity = "100pkt/s" }]\n'
+        '[measure]\nqueue = "exact"\n'
+    )
+    with pytest.raises(ValueError, match="simulator"):
+        lab_topology(load(path))

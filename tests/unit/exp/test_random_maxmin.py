@@ -1,0 +1,60 @@
+"""Seeded random topologies (trees and graphs with cycles, uneven capacities both ways,
+2-12 flows with staggered starts) in the simulator: every flow within 10 % of max-min.
+
+RCP misses max-min by far more than 10 % on these (issue 14, a known bug): its cases are
+xfail with the measured error in the reason, and pass as soon as RCP is within 10 %."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fairgate_exp.check import check
+from fairgate_exp.driver import run_algo
+from fairgate_exp.engines.sim import SimEngine
+from fairgate_exp.load import validate
+from fairgate_exp.plan import build_plan
+from fairgate_exp.randtopo import random_experiment
+
+SEEDS = (1, 2, 5, 6)  # graphs with cycles (1, 2) and trees (5, 6)
+TOLERANCE = 0.10
+
+
+def run_seed(seed: int, algo: str, tmp_path: Path) -> tuple[float, dict[str, object]]:
+    doc = random_experiment(seed, [algo])
+    exp = validate(doc, tmp_path / "random.toml")
+    check(exp)
+    plan = build_plan(exp, tmp_path / "random.toml", None)
+    res = run_algo(plan, SimEngine(), algo, tmp_path / algo, lambda _m: None)
+    (verdict,) = res["verdicts"]
+    assert verdict.metric == "maxmin"
+    return float(verdict.measured), verdict.detail
+
+
+def test_generator_shapes() -> None:
+    docs = [random_experiment(s) for s in range(40)]
+    sizes = {len(d["switches"]) for d in docs}
+    assert min(sizes) >= 3 and max(sizes) <= 8 and len(sizes) >= 4
+    flows = [len(d["flows"]) for d in docs]
+    assert min(flows) >= 2 and max(flows) <= 12
+    cyclic = [d for d in docs if len(d["links"]) >= len(d["switches"])]
+    trees = [d for d in docs if len(d["links"]) == len(d["switches"]) - 1]
+    assert cyclic and trees
+    assert len({f["start"] for d in docs for f in d["flows"]}) > 5  # staggered
+    assert random_experiment(7) == random_experiment(7)  # seeded
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("algo", ["qfcp", "lestas"])
+def test_random_topology_maxmin(seed: int, algo: str, tmp_path: Path) -> None:
+    worst, detail = run_seed(seed, algo, tmp_path)
+    assert worst <= TOLERANCE, detail
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_topology_maxmin_rcp(seed: int, tmp_path: Path) -> None:
+    worst, detail = run_seed(seed, "rcp", tmp_path)
+    if worst > TOLERANCE:
+        pytest.xfail(f"issue 14: RCP is {worst:.0%} off max-min on random-{seed} (> 10 %)")
+    assert worst <= TOLERANCE, detail

@@ -1,0 +1,75 @@
+"""Sweeps: a grid over a capacity runs one record per point, locally and on a Dask
+LocalCluster, and the table has each point's verdicts."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import distributed
+
+from fairgate_exp.sweep import apply, grid_points, run_sweep
+
+SWEPT = """\
+switches = ["s1", "s2"]
+hosts = [{ name = "h1", switch = "s1" }, { name = "h2", switch = "s1" },
+         { name = "r1", switch = "s2", ack_delay = "20ms" }, { name = "r2", switch = "s2" }]
+links = [{ a = "s1", b = "s2", capacity = "300pkt/s" }]
+flows = [{ name = "a", src = "h1", dst = "r1" }, { name = "b", src = "h2", dst = "r2" }]
+
+[experiment]
+duration = "5s"
+warmup = "3s"
+
+[[expect]]
+metric = "flow_rate"
+flows = ["a"]
+value = "150pkt/s"
+within = "10%"
+
+[sweep.grid]
+"links.0.capacity" = ["300pkt/s", "600pkt/s"]
+"""
+
+
+def test_grid_and_apply() -> None:
+    pts = grid_points({"x.a": [1, 2], "y": ["u", "v", "w"]})
+    assert len(pts) == 6 and {"x.a": 2, "y": "w"} in pts
+    doc = {"links": [{"capacity": "1pkt/s"}], "sweep": {"grid": {}}}
+    out = apply(doc, {"links.0.capacity": "2pkt/s"})
+    assert out == {"links": [{"capacity": "2pkt/s"}]} and doc["links"][0]["capacity"] == "1pkt/s"
+
+
+def _check(out: Path) -> None:
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    by = {r["links.0.capacity"]: r for r in rows}
+    assert set(by) == {"300pkt/s", "600pkt/s"}
+    # a at half of 300 pkt/s meets 150 pkt/s; at 600 pkt/s it gets 300 and does not
+    assert by["300pkt/s"]["passed"] == "True" and by["600pkt/s"]["passed"] == "False"
+    assert abs(float(by["600pkt/s"]["measured"]) - 1.0) < 0.1  # 300 vs 150: 100 % off
+    assert (out / "sweep.png").exists()
+    runs = [p for p in out.parent.iterdir() if p.name[0].isdigit()]
+    assert len(runs) == 2
+
+
+def test_sweep_local(tmp_path: Path) -> None:
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    _check(run_sweep(str(path), None, None, tmp_path / "r", workers=1, say=lambda _m: None))
+
+
+def test_sweep_on_a_dask_local_cluster(tmp_path: Path) -> None:
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        out = run_sweep(
+            str(path),
+            None,
+            None,
+            tmp_path / "r",
+            scheduler=cluster.scheduler_address,
+            say=lambda _m: None,
+        )
+    _check(out)
