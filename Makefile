@@ -19,7 +19,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab sim report lint bench clean
+.PHONY: help deps build test test-unit test-ptf test-mininet lab run sim report lint bench clean
 
 help:
 	@echo "FairGate make targets"
@@ -35,6 +35,8 @@ help:
 	@echo "                     results/<experiment>/<run-id>/ (docs/experiments.md) [SCALE=] [ALGO=]"
 	@echo "  make lab EXP=name  run an old lab scenario on BMv2 in Mininet [ALGO=qfcp,rcp|all] [SMOKE=1];"
 	@echo "                     results/<name>/<run-id>/ (docs/labs.md lists the scenarios)"
+	@echo "  make run EXP=name  the experiment's network at a mininet> prompt, controller running,"
+	@echo "                     host commands fg-send/fg-recv/fg-tcp/fg-cm/fg-status [ALGO=] [PCAP=1]"
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
 	@echo "  make sim EXP=file  an experiment file in the packet-level simulator [SCALE=] [ALGO=]"
@@ -103,6 +105,12 @@ lab: $(STAMP)
 	  echo "=================================================================="; \
 	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
 	fi
+
+# Interactive lab (BMv2 only): docs/labs.md "First session".
+run: $(STAMP)
+	@test -n "$(EXP)" || { echo "make run: say which experiment, e.g. sudo make run EXP=two-bottleneck"; exit 2; }
+	@command -v $(SWITCH) >/dev/null || { echo "make run: $(SWITCH) not found: the interactive lab needs BMv2 (README: The P4 toolchain); make sim runs experiments without it"; exit 2; }
+	@$(PY) -m fairgate_topo.interactive --exp $(EXP) --algo $(ALGO) $(if $(filter 1 yes true,$(PCAP)),--pcap)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -211,8 +211,10 @@ class LabNet:
         run_dir: Path,
         switch_bin: str | None = None,
         host_sysctls: dict[str, str] | None = None,
+        switch_cls: type | None = None,
     ) -> None:
         self.topology = topology
+        self.switch_cls = switch_cls  # a Bmv2Switch subclass (None: Bmv2Switch)
         self.run_dir = Path(run_dir)
         self.switch_bin = switch_bin or os.environ.get("SWITCH", "simple_switch_grpc")
         self.host_sysctls = dict(host_sysctls or {})
@@ -249,7 +251,7 @@ class LabNet:
         for name in topo.switches:
             sw = self.net.addSwitch(
                 name,
-                cls=Bmv2Switch,
+                cls=self.switch_cls or Bmv2Switch,
                 device_id=0,
                 grpc_port=free_tcp_port(),
                 thrift_port=free_tcp_port(),

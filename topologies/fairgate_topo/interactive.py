@@ -1,0 +1,414 @@
+"""Interactive lab: ``make run EXP=<experiment>`` puts the network at a ``mininet>`` prompt.
+
+``python -m fairgate_topo.interactive --exp two-bottleneck [--algo qfcp] [--pcap]`` builds the
+experiment's BMv2 + Mininet network (``lab_spec``: the one function that reads the experiment
+definitions), starts the controller and, on every host, a receiver agent (UDP 7471, acks held
+by the experiment's RTT) and a TCP sink (5001); no traffic. It prints a cheat sheet and leaves
+the user at the Mininet CLI, where the host commands ``fg-send``, ``fg-recv``, ``fg-tcp``,
+``fg-cm`` (``fairgate_hosts.cli``) and ``fg-status`` work. Everything goes to the run folder
+``results/<experiment>/cli-<run-id>/``; with ``--pcap`` BMv2 writes ``pcap/<switch>/<port>_in``/
+``_out.pcap`` per port.
+
+Leaving the CLI (``exit``, Ctrl-D), SIGTERM or SIGHUP stops, by PID: the commands the user
+started (``pids/``), every other process left in the hosts' namespaces, the agents and the
+controller (``ProcessGroup``), then ``net.stop()`` stops the switches and removes the veths.
+Ctrl-C at the prompt interrupts the running host command (Mininet's behaviour); during start-up
+it aborts with the same clean-up. ``session.json`` lists what was started (PIDs, namespaces,
+interfaces) so a test can check that nothing is left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from fairgate_topo.labnet import LabTopology, pps_to_kbps
+
+PY = sys.executable
+TCP_SINK_PORT = 5001
+DEFAULT_RTT_MS = 40.0
+COMMANDS = {
+    "fg-send": "fairgate_hosts.cli.send",
+    "fg-recv": "fairgate_hosts.cli.recv",
+    "fg-tcp": "fairgate_hosts.cli.tcp",
+    "fg-cm": "fairgate_hosts.cli.cm",
+    "fg-status": "fairgate_hosts.cli.status",
+}
+
+
+class LabError(Exception):
+    """Bad input or a missing tool: one line, exit 2."""
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGHUP: leave the CLI (Mininet's CLI swallows KeyboardInterrupt)."""
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """What the interactive lab needs from an experiment."""
+
+    name: str
+    paper: str
+    topology: LabTopology
+    host_sysctls: dict[str, str]
+    algos: tuple[str, ...]  # accepted by --algo
+    default_algo: str
+    rtt_ms: float
+
+
+def lab_spec(exp: str) -> LabSpec:
+    """The experiment's network and settings. The only place that reads experiment
+    definitions (today the scenario classes of ``fairgate_topo.scenarios``)."""
+    from fairgate_topo.scenarios import registry
+
+    scenarios = registry()
+    if exp not in scenarios:
+        raise LabError(f"unknown experiment {exp!r} (one of: {', '.join(sorted(scenarios))})")
+    sc = scenarios[exp]()
+    rtt = sc.scaling(False).get("rtt_ms", DEFAULT_RTT_MS)
+    return LabSpec(
+        sc.name,
+        sc.paper,
+        sc.topology(False),
+        sc.host_sysctls(),
+        (*sc.allowed, "none"),
+        sc.algos[0],
+        float(rtt) if isinstance(rtt, int | float) else DEFAULT_RTT_MS,
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fairgate_topo.interactive", description=__doc__)
+    p.add_argument("--exp", required=True, help="experiment (make run EXP=...)")
+    p.add_argument("--algo", default=None, help="controller algorithm (default: the experiment's)")
+    p.add_argument("--pcap", action="store_true", help="per-port pcaps into the run folder")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results folder")
+    p.add_argument("--run-id", default=None, help="default: cli-<date-time>")
+    return p
+
+
+def choose_algo(spec: LabSpec, algo: str | None) -> str:
+    if algo in (None, "", "all"):
+        return spec.default_algo
+    if algo not in spec.algos:
+        raise LabError(f"{spec.name} runs with {', '.join(spec.algos)}, not {algo!r}")
+    return algo
+
+
+def port_peers(topo: LabTopology) -> dict[str, str]:
+    """'s1:1' -> what that port leads to (a host or a switch)."""
+    peers = {f"{h.switch}:{h.port}": h.name for h in topo.hosts.values()}
+    for x in topo.links:
+        peers[f"{x.a}:{x.a_port}"] = x.b
+        peers[f"{x.b}:{x.b_port}"] = x.a
+    return peers
+
+
+def cheat_sheet(spec: LabSpec, algo: str, run_dir: Path, thrift: dict[str, int]) -> str:
+    """The text printed above the first prompt."""
+    topo = spec.topology
+    lines = [
+        "=" * 78,
+        f"FairGate lab {spec.name} ({spec.paper}); controller algorithm {algo}",
+        f"run folder {run_dir}",
+        "hosts: "
+        + "  ".join(f"{h.name} {h.ip} ({h.switch}:{h.port})" for h in topo.hosts.values()),
+        "bottlenecks (BMv2 egress queues; C = queue rate x 1242 B frames):",
+    ]
+    peers = port_peers(topo)
+    for sw, port, rate, depth in topo.queues():
+        cap = "" if rate is None else f"{rate} pkt/s = {pps_to_kbps(rate) / 1000:.2f} Mbit/s"
+        lines.append(f"  {sw}:{port} -> {peers.get(f'{sw}:{port}', '?')}  {cap}  depth {depth}")
+    hosts = list(topo.hosts)
+    a, b = hosts[0], hosts[-1]
+    c = hosts[1] if len(hosts) > 2 else a
+    d = hosts[-2] if len(hosts) > 2 else b
+    lines += [
+        f"every host runs a receiver (UDP 7471, acks held {spec.rtt_ms:g} ms: the emulated RTT)",
+        f"and a TCP sink (port {TCP_SINK_PORT}). Commands (host names become addresses):",
+        f"  {a} fg-send {b} --for 30 &         rate-controlled UDP flow (--rate 20M: ask <= 20M)",
+        f"  {c} fg-send {d} --for 30 &         a second flow: watch the first one's rate fall",
+        "  fg-status                          fair rate, arrivals, queue, drops of every port",
+        f"  {b} fg-recv --for 5                what {b} receives, a line a second",
+        f"  {c} fg-tcp {d} --flows poisson:50/s --sizes pareto:1.5,10k --for 20",
+        f"  {a} fg-cm {b} --flows 3 --for 10     flows sharing one Congestion Manager",
+        f"  {a} ping -c3 {b}    nodes    net    help    <cmd> --help",
+        "  sh simple_switch_CLI --thrift-port "
+        + ", ".join(f"{p} ({s})" for s, p in thrift.items()),
+        "  exit or Ctrl-D stops everything (Ctrl-C stops the running host command)",
+        "=" * 78,
+    ]
+    return "\n".join(lines)
+
+
+def write_wrappers(bin_dir: Path, python: str = PY) -> None:
+    """``bin/fg-*``: shell wrappers that run the commands with this interpreter."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, module in COMMANDS.items():
+        path = bin_dir / name
+        path.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} -m {module} "$@"\n')
+        path.chmod(0o755)
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of a live process (clock ticks since boot); None if gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def netns_inode(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def processes_in(namespaces: set[str], exclude: set[int]) -> list[int]:
+    """PIDs of every process whose network namespace is one of ``namespaces``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in exclude:
+            continue
+        if netns_inode(int(entry.name)) in namespaces:
+            out.append(int(entry.name))
+    return out
+
+
+def stop_pids(pids: dict[int, int | None], grace_s: float = 3.0) -> list[int]:
+    """SIGINT, SIGTERM, SIGKILL to each PID whose start time still matches; the PIDs stopped."""
+
+    def ours(pid: int) -> bool:
+        start = pids[pid]
+        now = process_start_ticks(pid)
+        return now is not None and (start is None or now == start)
+
+    stopped = [p for p in pids if ours(p)]
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        alive = [p for p in stopped if ours(p)]
+        if not alive:
+            break
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while any(ours(p) for p in alive) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return stopped
+
+
+def user_commands(pid_dir: Path) -> dict[int, int | None]:
+    """The fg-* commands still registered in ``pids/`` (PID -> start ticks)."""
+    out: dict[int, int | None] = {}
+    for path in pid_dir.glob("*"):
+        if not path.name.isdigit():
+            continue
+        try:
+            start = json.loads(path.read_text()).get("start")
+        except (OSError, json.JSONDecodeError):
+            start = None
+        out[int(path.name)] = start
+    return out
+
+
+@contextlib.contextmanager
+def lab_environment(run_dir: Path) -> Iterator[None]:
+    """PATH with the fg-* wrappers and FG_RUN_DIR, for the host shells Mininet starts."""
+    saved = {k: os.environ.get(k) for k in ("PATH", "FG_RUN_DIR")}
+    os.environ["PATH"] = f"{run_dir / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    os.environ["FG_RUN_DIR"] = str(run_dir.resolve())
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def make_cli_class() -> type:
+    from mininet.cli import CLI
+
+    class FairGateCLI(CLI):  # type: ignore[misc]
+        """Mininet's CLI plus ``fg-status`` (and a hint for fg-* typed without a host)."""
+
+        run_dir: Path = Path(".")
+
+        def precmd(self, line: str) -> str:
+            line = super().precmd(line)
+            head, _, rest = line.strip().partition(" ")
+            if head in COMMANDS:
+                return f"{head.replace('-', '_')} {rest}"
+            return line
+
+        def do_fg_status(self, line: str) -> None:
+            """Per port of every switch: fair rate, arrivals, queue, drops (fg-status --help)."""
+            sys.stdout.flush()
+            subprocess.call([str(self.run_dir / "bin" / "fg-status"), *shlex.split(line)])
+
+        def _on_a_host(self, line: str, name: str) -> None:
+            print(f"{name} runs on a host, e.g. h1 {name} {line}".rstrip(), flush=True)
+
+        def do_fg_send(self, line: str) -> None:
+            """Run on a host: h1 fg-send r1 --for 30 & (fg-send --help)."""
+            self._on_a_host(line, "fg-send")
+
+        def do_fg_recv(self, line: str) -> None:
+            """Run on a host: r1 fg-recv --for 5."""
+            self._on_a_host(line, "fg-recv")
+
+        def do_fg_tcp(self, line: str) -> None:
+            """Run on a host: h2 fg-tcp r2 --flows poisson:50/s --sizes pareto:1.5,10k."""
+            self._on_a_host(line, "fg-tcp")
+
+        def do_fg_cm(self, line: str) -> None:
+            """Run on a host: h1 fg-cm r1 --flows 3 --for 10."""
+            self._on_a_host(line, "fg-cm")
+
+    return FairGateCLI
+
+
+def start_agents(ctx: Any, rtt_ms: float) -> None:
+    """A receiver agent and a TCP sink on every host (the experiments' agents)."""
+    from fairgate_topo.scenarios.common import start_receivers
+
+    hosts = list(ctx.topology.hosts)
+    start_receivers(ctx, dict.fromkeys(hosts, rtt_ms))
+    for h in hosts:
+        cmd = [PY, "-m", "fairgate_hosts.traffic.server", "--port", str(TCP_SINK_PORT)]
+        cmd += ["--records", str(ctx.log_path(f"tcp-sink-{h}"))]
+        ctx.procs.start(f"tcp-sink-{h}", cmd, ctx.host(h))
+
+
+def session_doc(spec: LabSpec, algo: str, net: Any, procs: Any) -> dict[str, Any]:
+    """What was started (for fg-* commands and for a check that nothing is left)."""
+    mn = net.net
+    hosts = {h.name: h.ip for h in spec.topology.hosts.values()}
+    shells = {n.name: n.pid for n in mn.hosts}
+    pids = {f"switch {s.name}": s.proc.pid for s in mn.switches if s.proc is not None}
+    pids |= {f"agent {t.name}": t.proc.pid for t in procs.procs}
+    pids |= {f"shell {k}": v for k, v in shells.items()}
+    intfs = sorted(i.name for s in mn.switches for i in s.intfList() if i.name != "lo")
+    return {
+        "experiment": spec.name,
+        "algo": algo,
+        "ack_delay_ms": spec.rtt_ms,
+        "hosts": hosts,
+        "ports": port_peers(spec.topology),
+        "pids": {k: [v, process_start_ticks(v)] for k, v in pids.items()},
+        "netns": sorted({ns for p in shells.values() if (ns := netns_inode(p))}),
+        "intfs": intfs,
+        "started": time.time(),
+    }
+
+
+def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
+    from mininet.log import setLogLevel
+
+    from fairgate_topo.labnet import LabNet
+    from fairgate_topo.procs import ProcessGroup
+    from fairgate_topo.scenarios.common import LAB_PERIOD, LabContext
+
+    setLogLevel("output")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_wrappers(run_dir / "bin")
+    procs = ProcessGroup(run_dir / "logs")
+    switch_cls = pcap_switch_class(run_dir / "pcap") if pcap else None
+    print(f"[{spec.name}] building the network ({run_dir})", flush=True)
+    with lab_environment(run_dir):
+        net = LabNet(spec.topology, run_dir, host_sysctls=spec.host_sysctls, switch_cls=switch_cls)
+        with net:
+            namespaces: set[str] = set()
+            shells: set[int] = set()
+            try:
+                ctx = LabContext(spec.name, algo, False, run_dir, net, procs, say=print)
+                print(f"[{spec.name}] starting the controller ({algo}) and the host agents")
+                ctx.start_controller(algo, LAB_PERIOD)
+                start_agents(ctx, spec.rtt_ms)
+                doc = session_doc(spec, algo, net, procs)
+                namespaces = set(doc["netns"])
+                shells = {n.pid for n in net.net.hosts}
+                (run_dir / "session.json").write_text(json.dumps(doc, indent=1) + "\n")
+                thrift = {s: net.net.get(s).thrift_port for s in spec.topology.switches}
+                print(cheat_sheet(spec, algo, run_dir, thrift), flush=True)
+                cli = make_cli_class()
+                cli.run_dir = run_dir
+                cli(net.net)
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_IGN)  # clean-up is not interruptible
+                print(f"[{spec.name}] stopping everything started", flush=True)
+                procs.stop_all()
+                stop_pids(user_commands(run_dir / "pids"))
+                stray = processes_in(namespaces, shells | {os.getpid()})
+                stop_pids({p: process_start_ticks(p) for p in stray})
+
+
+def pcap_switch_class(pcap_dir: Path) -> type:
+    """Bmv2Switch writing ``<pcap_dir>/<switch>/<port>_in.pcap`` and ``_out.pcap``."""
+    from fairgate_topo.bmv2 import Bmv2Switch
+
+    class PcapBmv2Switch(Bmv2Switch):  # type: ignore[misc]
+        def command(self) -> list[str]:
+            where = pcap_dir / self.name
+            where.mkdir(parents=True, exist_ok=True)
+            cmd: list[str] = super().command()
+            return [cmd[0], f"--pcap={where}", *cmd[1:]]
+
+    return PcapBmv2Switch
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fairgate_topo.lab import check_environment
+
+    args = parser().parse_args(argv)
+    try:
+        spec = lab_spec(args.exp)
+        algo = choose_algo(spec, args.algo)
+    except LabError as exc:
+        print(f"make run: {exc}", file=sys.stderr)
+        return 2
+    problem = check_environment()
+    if problem:
+        print(f"make run: {problem}", file=sys.stderr)
+        return 2
+    run_id = args.run_id or "cli-" + time.strftime("%Y%m%d-%H%M%S")
+    run_dir = (args.results / spec.name / run_id).resolve()
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    code = 0
+    try:
+        run_session(spec, algo, run_dir, args.pcap)
+    except (KeyboardInterrupt, Terminated):
+        code = 130
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+    print(f"[{spec.name}] stopped; run folder {run_dir}", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
