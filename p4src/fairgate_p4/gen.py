@@ -4,7 +4,8 @@ Reads every ``#define`` of ``include/defines.p4``, every ``header`` block of
 ``include/headers.p4`` and the P4Runtime names of the committed
 ``compiled/fairgate.p4info.txtpb``. Run ``python -m fairgate_p4.gen`` after changing
 either file (``make build`` does it); ``--check`` exits 1 when the committed
-module is stale. The layouts are also checked against the compiled BMv2 JSON
+module (or the Wireshark dissector that ``fairgate_p4.wireshark`` writes from the
+same sources) is stale. The layouts are also checked against the compiled BMv2 JSON
 by tests/unit/p4/test_generated.py.
 """
 
@@ -127,17 +128,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if generated.py is stale")
     args = parser.parse_args(argv)
+    from fairgate_p4 import wireshark  # the Wireshark dissector comes from the same sources
+
     text = generate()
     current = OUTPUT.read_text() if OUTPUT.exists() else ""
     if args.check:
         if current != text:
             print(f"{OUTPUT} is stale: run `make build` or `python -m fairgate_p4.gen`")
             return 1
-        return 0
+        return wireshark.write_or_check(check=True)
     if current != text:
         OUTPUT.write_text(text)
         print(f"wrote {OUTPUT}")
-    return 0
+    return wireshark.write_or_check(check=False)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,10 @@ from fairgate_hosts.cli.common import (
     Session,
     fail,
     fmt_kbps,
+    in_foreground,
     json_lines,
     local_address,
-    log_stem,
+    log_path,
     parse_bitrate_kbps,
     parse_count,
     parse_seconds,
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(PROG, str(exc))
     me = session.name_of(local_address(dst, args.port))
     label = f"{me} -> {session.name_of(dst)} (CM)"
-    log = log_stem(session, me, "cm").with_suffix(".jsonl")
+    log = log_path(session, me, "cm")
     argv2 = ["--dst", dst, "--port", str(args.port), "--flows", str(args.flows)]
     argv2 += ["--duration", str(args.seconds), "--interval", "1.0", "--log", str(log)]
     argv2 += ["--max-rate", str(args.max_rate)]
@@ -109,7 +110,7 @@ def _print_while(path: Path, label: str, done: threading.Event) -> None:
     tail = Follower(path)
     while not done.wait(0.3):
         for r in tail.new():
-            if r.get("type") == "sample":
+            if r.get("type") == "sample" and in_foreground():
                 flows = ", ".join(fmt_kbps(v["kbps"]) for v in r["flows"].values())
                 say(
                     f"{label}  t={r['t_s']:5.1f}s  macroflow {fmt_kbps(r['macroflow_kbps'])}"

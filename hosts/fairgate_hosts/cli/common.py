@@ -145,9 +145,10 @@ def local_address(dst: str, port: int) -> str:
             return "0.0.0.0"
 
 
-def log_stem(session: Session, host: str, what: str) -> Path:
-    """``<run>/cmds/<host>-<what>-<HHMMSS>-<pid>`` (add the suffix)."""
-    return session.out_dir() / f"{host}-{what}-{time.strftime('%H%M%S')}-{os.getpid()}"
+def log_path(session: Session, host: str, what: str, suffix: str = ".jsonl") -> Path:
+    """``<run>/cmds/<host>-<what>-<HHMMSS>-<pid><suffix>``."""
+    stem = f"{host}-{what}-{time.strftime('%H%M%S')}-{os.getpid()}"
+    return session.out_dir() / (stem + suffix)
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -173,6 +174,15 @@ def registered(session: Session, label: str) -> Iterator[None]:
         yield
     finally:
         path.unlink(missing_ok=True)
+
+
+def in_foreground() -> bool:
+    """False for a background job of a terminal (``h1 fg-send r1 &``): its per-second lines
+    would pile up in the host's terminal; the log has them. True when not on a terminal."""
+    try:
+        return os.tcgetpgrp(sys.stdout.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return True
 
 
 def say(text: str) -> None:

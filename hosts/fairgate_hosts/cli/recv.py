@@ -22,7 +22,7 @@ from fairgate_hosts.cli.common import (
     Session,
     fail,
     fmt_kbps,
-    log_stem,
+    log_path,
     parse_seconds,
     registered,
     say,
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{me}: the lab's receiver listens on UDP {args.port}; following {lab_log}")
             follow(lab_log, printer, args.seconds, stop)
             return 0
-        log = log_stem(session, me, "recv").with_suffix(".jsonl")
+        log = log_path(session, me, "recv")
         delay = session.ack_delay_ms if args.delay is None else args.delay
         say(f"{me}: receiving on UDP {args.port}, acks held {delay:g} ms; log {log}")
         done = threading.Event()

@@ -22,8 +22,9 @@ from fairgate_hosts.cli.common import (
     Session,
     fail,
     fmt_kbps,
+    in_foreground,
     local_address,
-    log_stem,
+    log_path,
     parse_bitrate_kbps,
     parse_bytes,
     parse_seconds,
@@ -66,7 +67,11 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument("--port", type=int, default=g.FG_UDP_PORT, help="receiver's UDP port")
     p.add_argument("--name", default=None, help="flow label in the log")
-    p.add_argument("--quiet", action="store_true", help="only the final line")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="only the first and the final line (the default for a background job: &)",
+    )
     return p
 
 
@@ -99,7 +104,9 @@ class TeeLog(JsonlLog):
     def write(self, record: dict[str, Any]) -> None:
         super().write(record)
         kind = record.get("type")
-        if kind == "sample" and not self.quiet and record["t_us"] >= self._next_us:
+        if kind == "sample" and record["t_us"] >= self._next_us and not self.quiet:
+            if not in_foreground():
+                return
             self._next_us = record["t_us"] + self.every_us
             srtt = record.get("srtt_us")
             say(
@@ -128,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     src = local_address(dst, args.port)
     me = session.name_of(src)
     label = f"{me} -> {session.name_of(dst)}"
-    stem = log_stem(session, me, "send")
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
     try:
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     sock.setblocking(False)
     local = sock.getsockname()
     flow_id = args.name or f"{local[0]}:{local[1]}->{dst}:{args.port}"
-    log = TeeLog(str(stem.with_suffix(".jsonl")), label=label, quiet=args.quiet)
+    log = TeeLog(str(log_path(session, me, "send")), label=label, quiet=args.quiet)
     stop = StopFlag().install()
     say(f"{label}: {cfg.mode} flow, asking {fmt_kbps(cfg.desired_rate_kbps)}; log {log.path}")
     with registered(session, f"{PROG} {' '.join(argv or sys.argv[1:])}"):

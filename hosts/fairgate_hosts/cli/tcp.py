@@ -20,7 +20,7 @@ from fairgate_hosts.cli.common import (
     Session,
     fail,
     local_address,
-    log_stem,
+    log_path,
     parse_bytes,
     parse_seconds,
     registered,
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         return fail(PROG, str(exc))
     me = session.name_of(local_address(dst, args.port))
-    stem = log_stem(session, me, "tcp")
-    records, summary = stem.with_suffix(".jsonl"), stem.with_suffix(".summary.json")
+    records = log_path(session, me, "tcp")
+    summary = log_path(session, me, "tcp", ".summary.json")
     say(
         f"{me} -> {session.name_of(dst)}: {args.flows.per_s:g} flows/s for {args.seconds:g} s, "
         f"Pareto({args.sizes.shape:g}) sizes, mean {args.sizes.mean_bytes} B; records {records}"
