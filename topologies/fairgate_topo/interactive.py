@@ -247,6 +247,16 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+def background_marked(line: str) -> str:
+    """``h1 fg-send r1 &`` -> ``h1 FG_BACKGROUND=1 fg-send r1 &``: a background fg-* command
+    prints only its first and last lines (Mininet's host shells have no job control)."""
+    words = line.split()
+    if len(words) >= 2 and words[1] in COMMANDS and line.rstrip().endswith("&"):
+        node, rest = line.strip().split(None, 1)
+        return f"{node} FG_BACKGROUND=1 {rest}"
+    return line
+
+
 def make_cli_class() -> type:
     from mininet.cli import CLI
 
@@ -257,10 +267,14 @@ def make_cli_class() -> type:
 
         def precmd(self, line: str) -> str:
             line = super().precmd(line)
+            return background_marked(line)
+
+        def default(self, line: str) -> None:
             head, _, rest = line.strip().partition(" ")
             if head in COMMANDS:
-                return f"{head.replace('-', '_')} {rest}"
-            return line
+                getattr(self, f"do_{head.replace('-', '_')}")(rest)
+            else:
+                super().default(line)
 
         def do_fg_status(self, line: str) -> None:
             """Per port of every switch: fair rate, arrivals, queue, drops (fg-status --help)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 RUN_DIR_ENV = "FG_RUN_DIR"
+BACKGROUND_ENV = "FG_BACKGROUND"
 _SUFFIX = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3}
 
 
@@ -178,7 +179,10 @@ def registered(session: Session, label: str) -> Iterator[None]:
 
 def in_foreground() -> bool:
     """False for a background job of a terminal (``h1 fg-send r1 &``): its per-second lines
-    would pile up in the host's terminal; the log has them. True when not on a terminal."""
+    would pile up in the host's terminal; the log has them. The lab's CLI marks those with
+    ``FG_BACKGROUND=1`` (Mininet's host shells have no job control to ask)."""
+    if os.environ.get(BACKGROUND_ENV) == "1":
+        return False
     try:
         return os.tcgetpgrp(sys.stdout.fileno()) == os.getpgrp()
     except (OSError, ValueError):

@@ -1,0 +1,72 @@
+"""The interactive lab's pure parts: the experiment -> network function, algorithm choice,
+cheat sheet, command wrappers, background marking (no root, no Mininet)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fairgate_topo import interactive as ia
+
+
+def test_lab_spec_takes_the_network_from_the_experiment() -> None:
+    spec = ia.lab_spec("two-bottleneck")
+    assert spec.topology.switches == ["s1", "s2", "s3"]
+    assert sorted(spec.topology.hosts) == ["h1", "h2", "h3", "r1", "r2", "r3"]
+    assert spec.rtt_ms == 40.0 and spec.default_algo == "qfcp"
+    assert ia.choose_algo(spec, None) == "qfcp" and ia.choose_algo(spec, "all") == "qfcp"
+    assert ia.choose_algo(spec, "lestas") == "lestas"
+    with pytest.raises(ia.LabError, match="runs with qfcp, rcp, lestas, none, not 'xcp'"):
+        ia.choose_algo(spec, "xcp")
+    with pytest.raises(ia.LabError, match=r"unknown experiment 'nope' \(one of: .*two-bottleneck"):
+        ia.lab_spec("nope")
+
+
+def test_cheat_sheet_names_hosts_bottlenecks_and_commands() -> None:
+    spec = ia.lab_spec("two-bottleneck")
+    text = ia.cheat_sheet(spec, "qfcp", Path("/tmp/run"), {"s1": 9090, "s2": 9091, "s3": 9092})
+    assert "h1 10.0.1.1 (s1:2)" in text and "r3 10.0.6.1 (s3:4)" in text
+    assert "s1:1 -> s2  400 pkt/s = 3.97 Mbit/s  depth 64" in text
+    assert "s2:2 -> s3  1000 pkt/s = 9.94 Mbit/s  depth 64" in text
+    assert "acks held 40 ms" in text and "9090 (s1)" in text
+    for cmd in ia.COMMANDS:
+        assert cmd in text
+    assert ia.port_peers(spec.topology)["s1:1"] == "s2"
+    assert ia.port_peers(spec.topology)["s3:2"] == "r1"
+
+
+def test_background_fg_commands_are_marked() -> None:
+    assert ia.background_marked("h1 fg-send r1 --for 30 &") == (
+        "h1 FG_BACKGROUND=1 fg-send r1 --for 30 &"
+    )
+    assert ia.background_marked("h1 fg-send r1 --for 30") == "h1 fg-send r1 --for 30"
+    assert ia.background_marked("h1 ping r1 &") == "h1 ping r1 &"
+    assert ia.background_marked("fg-status") == "fg-status"
+
+
+def test_wrappers_run_the_commands(tmp_path: Path) -> None:
+    ia.write_wrappers(tmp_path / "bin")
+    for name in ia.COMMANDS:
+        out = subprocess.run(
+            [str(tmp_path / "bin" / name), "--help"], capture_output=True, text=True, check=True
+        ).stdout
+        assert out.startswith(f"usage: {name}"), out
+
+
+def test_stop_pids_skips_a_reused_pid() -> None:
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        start = ia.process_start_ticks(proc.pid)
+        assert start is not None
+        assert ia.stop_pids({proc.pid: start + 1}, grace_s=0.2) == []  # not the same process
+        assert proc.poll() is None
+        assert ia.stop_pids({proc.pid: start}, grace_s=2.0) == [proc.pid]
+        proc.wait(5)
+        assert ia.process_start_ticks(proc.pid) is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert os.getpid() not in ia.stop_pids({}, grace_s=0.1)
