@@ -6,8 +6,8 @@ definitions), starts the controller and, on every host, a receiver agent (UDP 74
 by the experiment's RTT) and a TCP sink (5001); no traffic. It prints a cheat sheet and leaves
 the user at the Mininet CLI, where the host commands ``fg-send``, ``fg-recv``, ``fg-tcp``,
 ``fg-cm`` (``fairgate_hosts.cli``) and ``fg-status`` work. Everything goes to the run folder
-``results/<experiment>/cli-<run-id>/``; with ``--pcap`` BMv2 writes ``pcap/<switch>/<port>_in``/
-``_out.pcap`` per port.
+``results/<experiment>/cli-<run-id>/``; with ``--pcap`` BMv2 writes ``pcap/<interface>_in.pcap``
+and ``_out.pcap`` per switch port (e.g. ``pcap/s1-eth1_out.pcap``: what leaves s1 by port 1).
 
 Leaving the CLI (``exit``, Ctrl-D), SIGTERM or SIGHUP stops, by PID: the commands the user
 started (``pids/``), every other process left in the hosts' namespaces, the agents and the
@@ -380,15 +380,14 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
 
 
 def pcap_switch_class(pcap_dir: Path) -> type:
-    """Bmv2Switch writing ``<pcap_dir>/<switch>/<port>_in.pcap`` and ``_out.pcap``."""
+    """Bmv2Switch writing ``<pcap_dir>/<interface>_in.pcap`` and ``_out.pcap`` per port."""
     from fairgate_topo.bmv2 import Bmv2Switch
 
     class PcapBmv2Switch(Bmv2Switch):  # type: ignore[misc]
         def command(self) -> list[str]:
-            where = pcap_dir / self.name
-            where.mkdir(parents=True, exist_ok=True)
+            pcap_dir.mkdir(parents=True, exist_ok=True)
             cmd: list[str] = super().command()
-            return [cmd[0], f"--pcap={where}", *cmd[1:]]
+            return [cmd[0], f"--pcap={pcap_dir}", *cmd[1:]]
 
     return PcapBmv2Switch
 
