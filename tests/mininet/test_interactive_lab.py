@@ -53,9 +53,13 @@ class Lab:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        while chunk := os.read(self.proc.stdout.fileno(), 4096):
-            with self._lock:
-                self.out += chunk.decode(errors="replace")
+        fd = self.proc.stdout.fileno()
+        try:
+            while chunk := os.read(fd, 4096):
+                with self._lock:
+                    self.out += chunk.decode(errors="replace")
+        except OSError:
+            return  # closed by the test
 
     def expect(self, text: str, timeout_s: float) -> str:
         """Output from the last match up to and including ``text``."""
@@ -265,10 +269,33 @@ def test_ctrl_c_interrupts_commands_and_ctrl_d_leaves_nothing() -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def test_closed_terminal_leaves_nothing() -> None:
+    """SIGHUP to the group and nobody reading the output any more (a closed terminal)."""
+    lab = Lab()
+    try:
+        lab.expect(PROMPT, 120)
+        run_dir = lab.run_dir()
+        session = json.loads((run_dir / "session.json").read_text())
+        lab.run("h1 fg-send r1 --for 60 &")
+        os.killpg(lab.proc.pid, signal.SIGHUP)
+        assert lab.proc.stdout is not None
+        lab.proc.stdout.close()  # the reader stops; prints now fail with EPIPE
+        pid, ticks = session["lab_pid"]
+        deadline = time.monotonic() + 90
+        while start_ticks(pid) == ticks:
+            assert time.monotonic() < deadline, "the lab did not stop after SIGHUP"
+            time.sleep(0.2)
+    finally:
+        lab.kill()
+    assert left_behind(session) == []
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
 def test_ctrl_c_during_start_up_leaves_nothing() -> None:
     lab = Lab()
     try:
         lab.expect("starting the controller", 120)
+        assert PROMPT not in lab.out
         run_dir = lab.run_dir()
         switch_pids = [int(p.read_text()) for p in (run_dir / "switches").glob("*.pid")]
         assert len(switch_pids) == 3

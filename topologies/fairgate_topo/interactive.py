@@ -243,6 +243,12 @@ def lab_environment(run_dir: Path) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def tell(text: str) -> None:
+    """Print, unless the terminal is gone (SIGHUP, a closed pipe): clean-up must go on."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, flush=True)
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
@@ -334,6 +340,7 @@ def session_doc(spec: LabSpec, algo: str, net: Any, procs: Any) -> dict[str, Any
         "netns": sorted({ns for p in shells.values() if (ns := netns_inode(p))}),
         "intfs": intfs,
         "started": time.time(),
+        "lab_pid": [os.getpid(), process_start_ticks(os.getpid())],
     }
 
 
@@ -349,7 +356,7 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
     write_wrappers(run_dir / "bin")
     procs = ProcessGroup(run_dir / "logs")
     switch_cls = pcap_switch_class(run_dir / "pcap") if pcap else None
-    print(f"[{spec.name}] building the network ({run_dir})", flush=True)
+    tell(f"[{spec.name}] building the network ({run_dir})")
     with lab_environment(run_dir):
         net = LabNet(spec.topology, run_dir, host_sysctls=spec.host_sysctls, switch_cls=switch_cls)
         with net:
@@ -357,7 +364,7 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
             shells: set[int] = set()
             try:
                 ctx = LabContext(spec.name, algo, False, run_dir, net, procs, say=print)
-                print(f"[{spec.name}] starting the controller ({algo}) and the host agents")
+                tell(f"[{spec.name}] starting the controller ({algo}) and the host agents")
                 ctx.start_controller(algo, LAB_PERIOD)
                 start_agents(ctx, spec.rtt_ms)
                 doc = session_doc(spec, algo, net, procs)
@@ -372,11 +379,22 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
             finally:
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_IGN)  # clean-up is not interruptible
-                print(f"[{spec.name}] stopping everything started", flush=True)
-                procs.stop_all()
-                stop_pids(user_commands(run_dir / "pids"))
-                stray = processes_in(namespaces, shells | {os.getpid()})
-                stop_pids({p: process_start_ticks(p) for p in stray})
+                tell(f"[{spec.name}] stopping everything started")
+                steps = [
+                    procs.stop_all,
+                    lambda: stop_pids(user_commands(run_dir / "pids")),
+                    lambda: stop_pids(
+                        {
+                            p: process_start_ticks(p)
+                            for p in processes_in(namespaces, shells | {os.getpid()})
+                        }
+                    ),
+                ]
+                for step in steps:  # each runs, whatever the others do
+                    try:
+                        step()
+                    except Exception as exc:
+                        tell(f"[{spec.name}] clean-up step failed: {exc}")
 
 
 def pcap_switch_class(pcap_dir: Path) -> type:
@@ -419,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-    print(f"[{spec.name}] stopped; run folder {run_dir}", flush=True)
+    tell(f"[{spec.name}] stopped; run folder {run_dir}")
     return code
 
 
