@@ -171,6 +171,10 @@ def scripted() -> Any:
         pieces["status"] = lab.run("fg-status")
         pieces["recv"] = lab.run("r1 fg-recv --for 3", 30)
         pieces["bad"] = lab.run("h3 fg-send nowhere")
+        pieces["tcp"] = lab.run(
+            "h3 fg-tcp r3 --flows poisson:20/s --sizes pareto:1.5,10k --for 3", 60
+        )
+        pieces["cm"] = lab.run("h3 fg-cm r3 --flows 2 --for 3", 30)
         run_dir = lab.run_dir()
         session = json.loads((run_dir / "session.json").read_text())
         assert lab.run_dir().exists()
@@ -210,6 +214,16 @@ def test_bad_input_is_one_line(scripted: Any) -> None:
     pieces, *_ = scripted
     lines = [x for x in pieces["bad"].splitlines() if x.strip() and x.strip() != PROMPT.strip()]
     assert len(lines) == 1 and lines[0].startswith("fg-send: unknown host 'nowhere'"), lines
+
+
+def test_tcp_and_cm_commands_run_the_agents(scripted: Any) -> None:
+    pieces, run_dir, *_ = scripted
+    m = re.search(r"h3 -> r3: (\d+) flows offered, outcomes \{'completed': (\d+)\}", pieces["tcp"])
+    assert m and int(m.group(1)) > 20 and m.group(1) == m.group(2), pieces["tcp"]
+    m = re.search(r"h3 -> r3 \(CM\): total (\S+) (\S+), per flow .* Jain (\S+)", pieces["cm"])
+    assert m and float(m.group(3)) > 0.9, pieces["cm"]
+    assert list((run_dir / "cmds").glob("h3-tcp-*.summary.json"))
+    assert list((run_dir / "cmds").glob("h3-cm-*.jsonl"))
 
 
 def test_exit_leaves_nothing_behind(scripted: Any) -> None:
