@@ -70,3 +70,20 @@ def test_stop_pids_skips_a_reused_pid() -> None:
         if proc.poll() is None:
             proc.kill()
     assert os.getpid() not in ia.stop_pids({}, grace_s=0.1)
+
+
+def test_missing_switch_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SWITCH", "/nonexistent/simple_switch_grpc")
+    assert ia.main(["--exp", "two-bottleneck"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("make run: "), err
+    assert "simple_switch_grpc not found" in err or "need root" in err
+
+
+def test_bad_experiment_or_algorithm_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert ia.main(["--exp", "nope"]) == 2
+    assert ia.main(["--exp", "two-bottleneck", "--algo", "xcp"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(x.startswith("make run: ") for x in lines), lines
