@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -433,6 +434,12 @@ def main(argv: list[str] | None = None) -> int:
         run_session(spec, algo, run_dir, args.pcap)
     except (KeyboardInterrupt, Terminated):
         code = 130
+    except Exception as exc:  # start-up failed (a switch, the controller, Mininet): one line
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "error.txt").write_text(traceback.format_exc())
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        tell(f"make run: {first} (details: {run_dir / 'error.txt'}, logs in {run_dir})")
+        code = 1
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for sig in (signal.SIGTERM, signal.SIGHUP):

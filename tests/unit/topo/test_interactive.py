@@ -87,3 +87,18 @@ def test_bad_experiment_or_algorithm_is_one_line(capsys: pytest.CaptureFixture[s
     assert ia.main(["--exp", "two-bottleneck", "--algo", "xcp"]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and all(x.startswith("make run: ") for x in lines), lines
+
+
+def test_start_up_failure_is_one_line_with_details_in_the_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("s1: switch process 42 exited during start-up\nlog tail ...")
+
+    monkeypatch.setattr("fairgate_topo.lab.check_environment", lambda: None)
+    monkeypatch.setattr(ia, "run_session", broken)
+    code = ia.main(["--exp", "two-bottleneck", "--results", str(tmp_path), "--run-id", "t"])
+    assert code == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("make run: s1: switch process 42 exited during start-up (details: ")
+    assert "Traceback" in (tmp_path / "two-bottleneck" / "t" / "error.txt").read_text()
