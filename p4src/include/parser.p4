@@ -5,24 +5,46 @@
  *  - IPv4 with version != 4 or ihl < 5: ipv4 valid, nothing after it (dropped);
  *  - IPv4 options (ihl 6..15) are extracted as one varbit and re-emitted as is;
  *  - non-first fragments (frag_offset != 0) get no L4 parsing;
- *  - UDP to or from FG_UDP_PORT carries the rate header; a payload too short
- *    for it stops the parser with PacketTooShort and the bytes stay payload;
- *    RD kinds carry fg_rd_t after it (too short: fg_rd stays invalid);
+ *  - nothing is parsed past the IPv4 total length: a TCP or UDP header that
+ *    does not fit in the IPv4 payload stops the parser (PacketTooShort), so
+ *    bytes after the total length (Ethernet padding, junk) are never read as
+ *    a header and leave the switch as they came;
+ *  - TCP with a data offset below 5 or past the IPv4 payload stops the parser
+ *    with TcpBadOffset (ingress drops it);
+ *  - UDP whose length is not the IPv4 payload length stops the parser with
+ *    UdpBadLength (forwarded unchanged, never stamped);
+ *  - UDP to or from FG_UDP_PORT carries the rate header, extracted only when
+ *    the UDP length holds it; RD kinds carry fg_rd_t after it, again only
+ *    when the UDP length holds it (otherwise PacketTooShort and the bytes stay
+ *    payload);
  *  - TCP options are parsed only on SYN segments (window scale), one byte at
  *    a time into tcp_opts so that they are re-emitted unchanged; the walk is
- *    bounded by the data offset, so a bogus option length cannot run past it.
+ *    bounded by the data offset, itself bounded by the IPv4 payload, so a
+ *    bogus option length cannot run past either.
  * v1model does not drop on a parser error: ingress sees parser_error and
- * forwards the packet unchanged (see sanity.p4).
+ * acts on it (sanity.p4, classify.p4). The frame length itself (IPv4 total
+ * length vs frame) is checked in ingress (sanity.p4, classify.p4).
  */
 #ifndef FG_PARSER_P4
 #define FG_PARSER_P4
 
 #include "headers.p4"
 
+/* Parser errors FairGate adds; ingress maps them to FG_ANOMALY_* reasons. */
+error {
+    TcpBadOffset,
+    UdpBadLength
+}
+
 parser FgParser(packet_in pkt,
                 out headers_t hdr,
                 inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
+    /* IPv4 payload bytes (total length - header): the L4 parse stays inside.
+     * A total length below the header wraps this around; sanity drops such
+     * packets before anything acts on L4. */
+    bit<16> l4_bytes;
+
     state start {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
@@ -48,6 +70,7 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_ipv4_payload {
+        l4_bytes = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (13w0, IP_PROTO_TCP): parse_tcp;
             (13w0, IP_PROTO_UDP): parse_udp;
@@ -56,11 +79,12 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_tcp {
+        verify(l4_bytes >= 20, error.PacketTooShort);
         pkt.extract(hdr.tcp);
+        verify(hdr.tcp.data_offset >= 5 && ((bit<16>)hdr.tcp.data_offset << 2) <= l4_bytes,
+               error.TcpBadOffset);
         meta.tcp_opt_left = ((bit<8>)hdr.tcp.data_offset - 5) << 2;
         transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.data_offset) {
-            (TCP_FLAG_SYN, 4w0 &&& 4w0xc): accept;  /* data offset 0..3: malformed */
-            (TCP_FLAG_SYN, 4w4): accept;            /* 4: malformed */
             (TCP_FLAG_SYN, 4w5): accept;            /* no options */
             (TCP_FLAG_SYN, _): parse_tcp_option;
             default: accept;
@@ -151,7 +175,9 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_udp {
+        verify(l4_bytes >= 8, error.PacketTooShort);
         pkt.extract(hdr.udp);
+        verify(hdr.udp.length == l4_bytes, error.UdpBadLength);
         transition select(hdr.udp.dst_port, hdr.udp.src_port) {
             (FG_UDP_PORT, _): parse_fg;
             (_, FG_UDP_PORT): parse_fg;
@@ -160,6 +186,7 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_fg {
+        verify(hdr.udp.length >= 8 + FG_HEADER_BYTES, error.PacketTooShort);
         pkt.extract(hdr.fg);
         transition select(hdr.fg.kind) {
             FG_KIND_RD_FORWARD: parse_fg_rd;
@@ -169,6 +196,7 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_fg_rd {
+        verify(hdr.udp.length >= 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES, error.PacketTooShort);
         pkt.extract(hdr.fg_rd);
         transition accept;
     }
@@ -195,15 +223,10 @@ control FgComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
               hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
               hdr.ipv4_options.options },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        /* Only a rewritten rate header changes the UDP checksum; a zero UDP
-         * checksum means "none" in IPv4 and stays zero. */
-        update_checksum_with_payload(
-            meta.fg_rewritten == 1 && hdr.udp.isValid() && hdr.udp.checksum != 0,
-            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol,
-              hdr.udp.length,
-              hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length,
-              hdr.fg, hdr.fg_rd },
-            hdr.udp.checksum, HashAlgorithm.csum16);
+        /* The UDP checksum of a rewritten rate header is updated
+         * incrementally in egress (RateHeaderChecksum, rate_feedback.p4):
+         * no recomputation over the payload, which on BMv2 would run to the
+         * end of the frame instead of the UDP length. */
     }
 }
 
