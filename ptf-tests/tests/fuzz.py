@@ -38,7 +38,7 @@ from fg_base import FgTestBase
 from fg_packets import H2_MAC, SWITCH_MAC, fg, ipv4, tcp, udp
 
 SEED = 16
-FRAMES = 3000
+FRAMES = 20000
 BATCH = 250
 PORT = 2
 FAIR_KBPS = 1_000
