@@ -50,18 +50,24 @@ control L4Classify(inout headers_t hdr,
         bool fragment = hdr.ipv4.frag_offset != 0 || (hdr.ipv4.flags & 3w1) != 0;
         bool fg_port = hdr.udp.isValid()
                        && (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT);
-        /* sanity.p4 dropped frames shorter than the total length */
-        bool trailing = standard_metadata.packet_length
-                        != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES;
-        if (trailing && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
+        /* Bytes past the IPv4 total length (sanity.p4 dropped frames
+         * shorter than it); Ethernet padding up to the minimum frame is not
+         * counted. */
+        if (standard_metadata.packet_length != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES
+            && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
             note(FG_ANOMALY_TRAILING_BYTES);
         }
-        if (standard_metadata.parser_error == error.TcpBadOffset) {
+        if (hdr.tcp.isValid()
+            && (hdr.tcp.data_offset < 5
+                || ((bit<16>)hdr.tcp.data_offset << 2)
+                   > hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2))) {
             reject(FG_ANOMALY_TCP_BAD_OFFSET);
         } else if (fragment) {
             note(FG_ANOMALY_IPV4_FRAGMENT);
-        } else if (standard_metadata.parser_error == error.UdpBadLength) {
+        } else if (hdr.udp.isValid()
+                   && hdr.udp.length != hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
             note(FG_ANOMALY_UDP_BAD_LENGTH);
+            fg_port = false;  /* the parser left its payload alone */
         } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
             note(FG_ANOMALY_L4_TRUNCATED);
         } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
@@ -77,7 +83,7 @@ control L4Classify(inout headers_t hdr,
         }
 
         meta.fg_stampable = 0;
-        if (fg_port && !fragment && standard_metadata.parser_error != error.UdpBadLength) {
+        if (fg_port && !fragment) {
             if (!hdr.fg.isValid()) {
                 note(FG_ANOMALY_FG_TRUNCATED);
             } else if (hdr.fg.version != FG_VERSION) {
@@ -89,7 +95,8 @@ control L4Classify(inout headers_t hdr,
             } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
                        && !hdr.fg_rd.isValid()) {
                 note(FG_ANOMALY_FG_RD_TRUNCATED);
-            } else if (trailing) {
+            } else if (standard_metadata.packet_length
+                       != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES) {
                 note(FG_ANOMALY_TRAILING_BYTES);
             } else {
                 meta.fg_stampable = 1;

@@ -6,43 +6,36 @@
  *  - IPv4 options (ihl 6..15) are extracted as one varbit and re-emitted as is;
  *  - non-first fragments (frag_offset != 0) get no L4 parsing;
  *  - nothing is parsed past the IPv4 total length: a TCP or UDP header that
- *    does not fit in the IPv4 payload stops the parser (PacketTooShort), so
- *    bytes after the total length (Ethernet padding, junk) are never read as
- *    a header and leave the switch as they came;
- *  - TCP with a data offset below 5 or past the IPv4 payload stops the parser
- *    with TcpBadOffset (ingress drops it);
- *  - UDP whose length is not the IPv4 payload length stops the parser with
- *    UdpBadLength (forwarded unchanged, never stamped);
- *  - UDP to or from FG_UDP_PORT carries the rate header, extracted only when
- *    the UDP length holds it; RD kinds carry fg_rd_t after it, again only
- *    when the UDP length holds it (otherwise PacketTooShort and the bytes stay
- *    payload);
- *  - TCP options are parsed only on SYN segments (window scale), one byte at
- *    a time into tcp_opts so that they are re-emitted unchanged; the walk is
- *    bounded by the data offset, itself bounded by the IPv4 payload, so a
- *    bogus option length cannot run past either.
- * v1model does not drop on a parser error: ingress sees parser_error and
- * acts on it (sanity.p4, classify.p4). The frame length itself (IPv4 total
- * length vs frame) is checked in ingress (sanity.p4, classify.p4).
+ *    does not fit in the IPv4 payload is not extracted, so bytes after the
+ *    total length (Ethernet padding, junk) are never read as a header and
+ *    leave the switch as they came;
+ *  - TCP: options are parsed only on SYN segments (window scale), one byte
+ *    at a time into tcp_opts so that they are re-emitted unchanged; the walk
+ *    is bounded by the data offset, and happens only when the data offset is
+ *    at least 5 and ends inside the IPv4 payload (otherwise ingress drops the
+ *    segment, classify.p4), so a bogus option length runs past neither;
+ *  - UDP: the rate header (to or from FG_UDP_PORT) is extracted only when the
+ *    UDP length is the IPv4 payload length and holds the header; RD kinds
+ *    carry fg_rd_t after it, extracted only when the UDP length holds it too.
+ *    Otherwise the bytes stay payload.
+ * The parser only decides what to extract; ingress works out the reason from
+ * the header fields (sanity.p4, classify.p4), including the frame length
+ * (IPv4 total length vs standard_metadata.packet_length). No check here makes
+ * a BMv2 temporary field (they cost per packet, docs/ficcrd.md "Cost on
+ * BMv2"): lengths are compared by select keysets on plain fields.
  */
 #ifndef FG_PARSER_P4
 #define FG_PARSER_P4
 
 #include "headers.p4"
 
-/* Parser errors FairGate adds; ingress maps them to FG_ANOMALY_* reasons. */
-error {
-    TcpBadOffset,
-    UdpBadLength
-}
-
 parser FgParser(packet_in pkt,
                 out headers_t hdr,
                 inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
-    /* IPv4 payload bytes (total length - header): the L4 parse stays inside.
-     * A total length below the header wraps this around; sanity drops such
-     * packets before anything acts on L4. */
+    /* IPv4 payload bytes (total length - header) not parsed yet: the L4 parse
+     * stays inside them. A total length below the header wraps this around;
+     * sanity drops such packets before anything acts on L4. */
     bit<16> l4_bytes;
 
     state start {
@@ -71,22 +64,27 @@ parser FgParser(packet_in pkt,
 
     state parse_ipv4_payload {
         l4_bytes = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
-        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (13w0, IP_PROTO_TCP): parse_tcp;
-            (13w0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol, l4_bytes) {
+            (13w0, IP_PROTO_TCP, 0 .. 19): accept;  /* TCP header cut by the total length */
+            (13w0, IP_PROTO_TCP, _): parse_tcp;
+            (13w0, IP_PROTO_UDP, 0 .. 7): accept;   /* UDP header cut by the total length */
+            (13w0, IP_PROTO_UDP, _): parse_udp;
             default: accept;
         }
     }
 
     state parse_tcp {
-        verify(l4_bytes >= 20, error.PacketTooShort);
         pkt.extract(hdr.tcp);
-        verify(hdr.tcp.data_offset >= 5 && ((bit<16>)hdr.tcp.data_offset << 2) <= l4_bytes,
-               error.TcpBadOffset);
         meta.tcp_opt_left = ((bit<8>)hdr.tcp.data_offset - 5) << 2;
-        transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.data_offset) {
-            (TCP_FLAG_SYN, 4w5): accept;            /* no options */
-            (TCP_FLAG_SYN, _): parse_tcp_option;
+        /* payload bytes after the TCP header: wraps (top bit set) when the
+         * data offset runs past the IPv4 payload (the IPv4 payload is below
+         * 2^15 bytes in every frame sanity lets through) */
+        l4_bytes = l4_bytes - ((bit<16>)hdr.tcp.data_offset << 2);
+        transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.data_offset, l4_bytes) {
+            (TCP_FLAG_SYN, 0 .. 4, _): accept;                  /* data offset < 5: dropped */
+            (TCP_FLAG_SYN, _, 16w0x8000 &&& 16w0x8000): accept; /* past the payload: dropped */
+            (TCP_FLAG_SYN, 5, _): accept;                       /* no options */
+            (TCP_FLAG_SYN, _, _): parse_tcp_option;
             default: accept;
         }
     }
@@ -175,28 +173,28 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_udp {
-        verify(l4_bytes >= 8, error.PacketTooShort);
         pkt.extract(hdr.udp);
-        verify(hdr.udp.length == l4_bytes, error.UdpBadLength);
-        transition select(hdr.udp.dst_port, hdr.udp.src_port) {
-            (FG_UDP_PORT, _): parse_fg;
-            (_, FG_UDP_PORT): parse_fg;
+        l4_bytes = l4_bytes - hdr.udp.length;  /* 0: the UDP length is the IPv4 payload */
+        transition select(l4_bytes, hdr.udp.length, hdr.udp.dst_port, hdr.udp.src_port) {
+            (0, 0 .. 8 + FG_HEADER_BYTES - 1, _, _): accept;  /* no room for the header */
+            (0, _, FG_UDP_PORT, _): parse_fg;
+            (0, _, _, FG_UDP_PORT): parse_fg;
             default: accept;
         }
     }
 
     state parse_fg {
-        verify(hdr.udp.length >= 8 + FG_HEADER_BYTES, error.PacketTooShort);
         pkt.extract(hdr.fg);
-        transition select(hdr.fg.kind) {
-            FG_KIND_RD_FORWARD: parse_fg_rd;
-            FG_KIND_RD_BACKWARD: parse_fg_rd;
+        transition select(hdr.fg.kind, hdr.udp.length) {
+            (FG_KIND_RD_FORWARD, 0 .. 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1): accept;
+            (FG_KIND_RD_BACKWARD, 0 .. 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1): accept;
+            (FG_KIND_RD_FORWARD, _): parse_fg_rd;
+            (FG_KIND_RD_BACKWARD, _): parse_fg_rd;
             default: accept;
         }
     }
 
     state parse_fg_rd {
-        verify(hdr.udp.length >= 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES, error.PacketTooShort);
         pkt.extract(hdr.fg_rd);
         transition accept;
     }

@@ -251,6 +251,8 @@ def mutate(rnd: random.Random, base: bytes) -> tuple[bytes, str]:
             )
         )
         done.append(op)
+        if len(f) <= 14:
+            break  # only the Ethernet header is left
         if op == "cut":
             del f[rnd.randrange(14, len(f)) :]
         elif op == "cut_fixed" and len(f) > l4 + 8:
@@ -263,7 +265,7 @@ def mutate(rnd: random.Random, base: bytes) -> tuple[bytes, str]:
             for _ in range(rnd.randint(1, 4)):
                 i = rnd.randrange(14, len(f))
                 f[i] ^= 1 << rnd.randrange(8)
-        elif op == "flip_hdr" and len(f) > 14:
+        elif op == "flip_hdr":
             i = rnd.randrange(14, min(len(f), l4 + 44))
             f[i] ^= 1 << rnd.randrange(8)
         elif op == "ip_len" and len(f) >= 18:
