@@ -48,6 +48,7 @@ parser FgParser(packet_in pkt,
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        l4_bytes = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
         transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
             (4w4, 4w5): parse_ipv4_payload;
             (4w4, 4w0 &&& 4w0xc): accept;  /* ihl 0..3: malformed */
@@ -63,7 +64,6 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_ipv4_payload {
-        l4_bytes = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol, l4_bytes) {
             (13w0, IP_PROTO_TCP, 0 .. 19): accept;  /* TCP header cut by the total length */
             (13w0, IP_PROTO_TCP, _): parse_tcp;
