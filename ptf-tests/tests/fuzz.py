@@ -19,6 +19,10 @@ rate header may be stamped. The test then checks:
 - the frames come out in order and only those the model forwards;
 - every frame is counted exactly once: port_arrivals + dropped reasons of
   input_anomalies = frames sent, and each reason's count equals the model's.
+
+MutationFuzzFiccrdEdge does the same with the output port a FICCRD edge, where
+well-formed forward RDs are turned around and well-formed backward RDs
+consumed. Seeds are fixed, so a failure replays exactly.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+import finsy as fy
 from scapy.layers.inet import TCP, UDP, IPOption_NOP, IPOption_RR
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
@@ -40,6 +45,7 @@ from fg_packets import H2_MAC, SWITCH_MAC, fg, ipv4, tcp, udp
 SEED = 16
 FRAMES = 20000
 BATCH = 250
+INGRESS = 1
 PORT = 2
 FAIR_KBPS = 1_000
 ROUTE = (0x0A000200, 0xFFFFFF00)  # 10.0.2.0/24 -> PORT
@@ -78,14 +84,27 @@ def ipv4_checksum(header: bytes) -> int:
 
 @dataclass
 class Verdict:
-    forwarded: bool
+    forwarded: bool  # through ingress (counted in port_arrivals)
     reason: int  # FG_ANOMALY_*, 0 = none
     stamp_at: int | None = None  # offset of the rate header when it may be stamped
+    rd_at: int | None = None  # offset of a well-formed RD's rate header
+    turned: bool = False  # a well-formed forward RD (an edge turns it around)
+
+    def out_port(self, edge: bool) -> int | None:
+        """Where the frame leaves: PORT, back out of port 1 (a forward RD
+        turned around by the edge), or nowhere (dropped, or a backward RD
+        the edge consumes)."""
+        if not self.forwarded:
+            return None
+        if edge and self.rd_at is not None:
+            return INGRESS if self.turned else None
+        return PORT
 
 
 def model(f: bytes) -> Verdict:
-    """What docs/data-plane.md says the switch does with frame `f` arriving
-    on port 1 (route 10.0.2.0/24 -> PORT, no FICCRD or admission entries)."""
+    """What docs/data-plane.md and docs/ficcrd.md say the switch does with
+    frame `f` arriving on port 1 (route 10.0.2.0/24 -> PORT, feedback on
+    PORT; no admission entries; PORT may be a FICCRD edge)."""
     n = len(f)
     if n < 14 or u16(f, 12) != g.ETHERTYPE_IPV4:
         return Verdict(False, g.FG_ANOMALY_NOT_IPV4)
@@ -160,11 +179,12 @@ def model(f: bytes) -> Verdict:
             reason = g.FG_ANOMALY_FG_RD_TRUNCATED
         elif trailing:
             reason = g.FG_ANOMALY_TRAILING_BYTES
-        else:
-            if kind == g.FG_KIND_DATA:
-                stamp_at = h
-                if rate == g.FG_RATE_UNLIMITED:
-                    reason = g.FG_ANOMALY_FG_RATE_UNLIMITED
+        elif kind == g.FG_KIND_DATA:
+            stamp_at = h
+            if rate == g.FG_RATE_UNLIMITED:
+                reason = g.FG_ANOMALY_FG_RATE_UNLIMITED
+        elif kind in (g.FG_KIND_RD_FORWARD, g.FG_KIND_RD_BACKWARD):
+            return Verdict(True, reason, rd_at=h, turned=kind == g.FG_KIND_RD_FORWARD)
     return Verdict(True, reason, stamp_at)
 
 
@@ -311,12 +331,27 @@ def mutate(rnd: random.Random, base: bytes) -> tuple[bytes, str]:
 class MutationFuzz(FgTestBase):
     """Thousands of mutated frames; see the module docstring."""
 
+    seed = SEED
+    frames = FRAMES
+    edge = False  # PORT a FICCRD edge: forward RDs turned around, backward RDs consumed
+
     def setUp(self) -> None:
         super().setUp()
         self.add_route("10.0.2.0/24", PORT, SWITCH_MAC, H2_MAC)
         self.set_feedback(PORT, FAIR_KBPS, congested=True)
+        if self.edge:
+            self.insert(
+                fy.P4TableEntry(
+                    g.TABLE_FICCRD_EDGES,
+                    match=fy.Match(egress_port=PORT),
+                    action=fy.Action(g.ACTION_SET_EDGE_PORT, rtt_min_us=0),
+                )
+            )
+            # no flow slots: TCP towards the edge never has its window rewritten
+            self.switch_cli(["register_reset ficcrd_flow_key"])
         # no queue drops: every arrival must come out (0 pps = no rate limit)
-        self.set_queue_rate(PORT, 0, depth=4 * BATCH)
+        for port in (INGRESS, PORT):
+            self.set_queue_rate(port, 0, depth=4 * BATCH)
         self.dataplane.set_qlen(4 * BATCH)
 
     def tearDown(self) -> None:
@@ -331,19 +366,26 @@ class MutationFuzz(FgTestBase):
         return anomalies, arrivals
 
     def check_output(self, frame: bytes, note: str, verdict: Verdict, out: bytes) -> None:
-        expected = forwarded(frame)
+        want = bytearray(forwarded(frame))
         context = f"mutation {note}\n in  {frame.hex()}\n out {out.hex()}"
-        if verdict.stamp_at is None:
-            self.assertEqual(out, expected, f"rewritten although not stampable: {context}")
+        if verdict.stamp_at is not None:
+            h = verdict.stamp_at
+            rate = int.from_bytes(frame[h + 24 : h + 28], "big")
+            want[h + 2] |= g.FG_FLAG_CONGESTED
+            want[h + 24 : h + 28] = min(rate, FAIR_KBPS).to_bytes(4, "big")
+        elif self.edge and verdict.turned and verdict.rd_at is not None:
+            # back to the sender's MAC, addresses and ports swapped, kind backward
+            udp_at = verdict.rd_at - 8
+            want[0:6] = frame[6:12]
+            want[26:34] = frame[30:34] + frame[26:30]
+            want[udp_at : udp_at + 4] = frame[udp_at + 2 : udp_at + 4] + frame[udp_at : udp_at + 2]
+            want[verdict.rd_at + 1] = g.FG_KIND_RD_BACKWARD
+        else:
+            self.assertEqual(out, bytes(want), f"rewritten although not stampable: {context}")
             return
-        h = verdict.stamp_at
-        rate = int.from_bytes(frame[h + 24 : h + 28], "big")
-        want = bytearray(expected)
-        want[h + 2] |= g.FG_FLAG_CONGESTED
-        want[h + 24 : h + 28] = min(rate, FAIR_KBPS).to_bytes(4, "big")
         csum_at = 14 + (frame[14] & 0x0F) * 4 + 6
         want[csum_at : csum_at + 2] = out[csum_at : csum_at + 2]
-        self.assertEqual(out, bytes(want), f"wrong stamp: {context}")
+        self.assertEqual(out, bytes(want), f"wrong rewrite: {context}")
         in_csum, out_csum = u16(frame, csum_at), u16(out, csum_at)
         if in_csum == 0:
             self.assertEqual(out_csum, 0, f"a datagram without checksum got one: {context}")
@@ -352,14 +394,15 @@ class MutationFuzz(FgTestBase):
             self.assertEqual(udp_sum(out), udp_sum(frame), f"UDP checksum broken: {context}")
 
     def runTest(self) -> None:
-        rnd = random.Random(SEED)
+        rnd = random.Random(self.seed)
         bases = base_frames()
         frames: list[tuple[bytes, str]] = []
         for base in bases:  # the valid frames themselves, untouched
             frames.append((base, "none"))
-        while len(frames) < FRAMES:
+        while len(frames) < self.frames:
             frames.append(mutate(rnd, rnd.choice(bases)))
         verdicts = [model(f) for f, _ in frames]
+        ports = [v.out_port(self.edge) for v in verdicts]
         # the corpus must reach the checks it is meant to exercise
         reasons = Counter(v.reason for v in verdicts)
         for reason in (
@@ -369,26 +412,35 @@ class MutationFuzz(FgTestBase):
             g.FG_ANOMALY_UDP_BAD_LENGTH,
             g.FG_ANOMALY_TRAILING_BYTES,
             g.FG_ANOMALY_FG_TRUNCATED,
+            g.FG_ANOMALY_FG_RD_TRUNCATED,
             g.FG_ANOMALY_L4_TRUNCATED,
         ):
             self.assertGreaterEqual(reasons[reason], 10, f"corpus too thin for reason {reason}")
         self.assertGreaterEqual(sum(v.stamp_at is not None for v in verdicts), 50)
+        self.assertGreaterEqual(sum(v.turned for v in verdicts), 20)
+        self.assertGreaterEqual(sum(v.rd_at is not None and not v.turned for v in verdicts), 20)
 
         start = time.monotonic()
         before, arrivals0 = self.counters()
         for first in range(0, len(frames), BATCH):
             batch = list(
-                zip(frames[first : first + BATCH], verdicts[first : first + BATCH], strict=True)
+                zip(
+                    frames[first : first + BATCH],
+                    verdicts[first : first + BATCH],
+                    ports[first : first + BATCH],
+                    strict=True,
+                )
             )
-            for (frame, _), _ in batch:
-                self.send(1, frame)
-            wanted = [(f, n, v) for (f, n), v in batch if v.forwarded]
-            for frame, note, verdict in wanted:
-                result = self.dataplane.poll(port_number=PORT, timeout=2.0)
+            for (frame, _), _, _ in batch:
+                self.send(INGRESS, frame)
+            for (frame, note), verdict, port in batch:
+                if port is None:
+                    continue
+                result = self.dataplane.poll(port_number=port, timeout=2.0)
                 self.assertIsInstance(
                     result,
                     self.dataplane.PollSuccess,
-                    f"frame forwarded by the model missing: mutation {note}\n in {frame.hex()}",
+                    f"frame missing on port {port}: mutation {note}\n in {frame.hex()}",
                 )
                 self.check_output(frame, note, verdict, bytes(result.packet))
         self.expect_nothing()  # nothing the model drops came out, on any port
@@ -402,9 +454,22 @@ class MutationFuzz(FgTestBase):
         self.assertEqual(arrivals1 - arrivals0, sum(v.forwarded for v in verdicts))
         self.assertEqual(arrivals1 - arrivals0 + dropped, len(frames))
         self.assertEqual(dict(counted), dict(predicted))
+        rewritten = sum(v.stamp_at is not None for v in verdicts)
+        if self.edge:
+            rewritten += sum(v.turned for v in verdicts)
         print(
-            f"\nfuzz: seed {SEED}, {len(frames)} frames ({len(bases)} valid bases), "
-            f"{sum(v.forwarded for v in verdicts)} forwarded, "
-            f"{sum(v.stamp_at is not None for v in verdicts)} stamped, {dropped} dropped, "
-            f"{len(predicted)} reasons, {elapsed:.1f} s through the switch"
+            f"\nfuzz: seed {self.seed}, {len(frames)} frames ({len(bases)} valid bases), "
+            f"FICCRD edge {'on' if self.edge else 'off'}: "
+            f"{sum(p is not None for p in ports)} out, {rewritten} of them rewritten, "
+            f"{dropped} dropped, {len(predicted)} reasons, {elapsed:.1f} s through the switch"
         )
+
+
+class MutationFuzzFiccrdEdge(MutationFuzz):
+    """The same with PORT a FICCRD edge: well-formed forward RDs come back
+    out of port 1 turned around (the only other rewrite), well-formed backward
+    RDs are consumed, and no malformed RD is either."""
+
+    seed = SEED + 1
+    frames = FRAMES // 2
+    edge = True
