@@ -304,12 +304,11 @@ def mutate(rnd: random.Random, base: bytes) -> tuple[bytes, str]:
         elif op == "doff" and len(f) > l4 + 12:
             f[l4 + 12] = (f[l4 + 12] & 0x0F) | (rnd.randrange(16) << 4)
         elif op == "opts" and len(f) > l4 + 20:
-            # TCP options (or the bytes after a UDP or IPv4 header) scrambled,
-            # with option kinds and lengths that are legal, silly or huge
-            end = min(len(f), l4 + 60)
-            for i in range(l4 + 20, end):
+            # IPv4 options, and TCP options (or the bytes after a UDP header),
+            # scrambled, with option kinds and lengths legal, silly or huge
+            for i in [*range(34, l4), *range(l4 + 20, min(len(f), l4 + 60))]:
                 if rnd.random() < 0.5:
-                    f[i] = rnd.choice((0, 1, 2, 3, 4, 8, 0xFF, rnd.randrange(256)))
+                    f[i] = rnd.choice((0, 1, 2, 3, 4, 7, 8, 0x44, 0xFF, rnd.randrange(256)))
         elif op == "trail":
             extra = rnd.choice(
                 (
