@@ -95,16 +95,15 @@ control L4Classify(inout headers_t hdr,
             } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
                        && !hdr.fg_rd.isValid()) {
                 note(FG_ANOMALY_FG_RD_TRUNCATED);
-            } else if (standard_metadata.packet_length
-                       != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES) {
-                note(FG_ANOMALY_TRAILING_BYTES);
+            } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
+                /* noted above (a rate-header frame is always longer than
+                 * FG_ETH_MIN_FRAME_BYTES) and not overwritten since: nothing
+                 * between that note and here applies to a stampable datagram */
             } else {
                 meta.fg_stampable = 1;
                 /* The words a switch may rewrite, as they arrived (RateHeaderChecksum). */
-                meta.fg_csum_words = (bit<32>)(hdr.fg.version ++ hdr.fg.kind)
-                                     + (bit<32>)(hdr.fg.flags ++ hdr.fg.reserved)
-                                     + (bit<32>)hdr.fg.rate_kbps[31:16]
-                                     + (bit<32>)hdr.fg.rate_kbps[15:0];
+                meta.fg_csum_words = (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
+                                     + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
                 if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
                     note(FG_ANOMALY_FG_RATE_UNLIMITED);
                 }
