@@ -5,7 +5,8 @@
  *          anomaly counter
  * egress:  departure, queue-depth and RTT telemetry -> FICCRD (RD emission,
  *          core MAPR/ER, RD consumption, receive-window rewriting) -> rate
- *          feedback (min-stamping, congestion flag)
+ *          feedback (min-stamping, congestion flag) -> incremental UDP
+ *          checksum update of a rewritten rate header
  * Each feature lives in its own include; docs/data-plane.md walks through
  * them and docs/hardware.md maps them onto switch hardware. */
 #include <core.p4>
@@ -67,6 +68,7 @@ control FgEgress(inout headers_t hdr,
     DepartureTelemetry() departures;
     FiccrdEgress() ficcrd;
     RateFeedback() feedback;
+    RateHeaderChecksum() udp_checksum;
 
     apply {
         if (standard_metadata.egress_port < FG_MAX_PORTS) {
@@ -80,6 +82,7 @@ control FgEgress(inout headers_t hdr,
             }
         }
         feedback.apply(hdr, meta, standard_metadata);
+        udp_checksum.apply(hdr, meta);
     }
 }
 

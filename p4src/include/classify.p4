@@ -1,20 +1,32 @@
 /* L4 classification for the FairGate features: which packets carry a rate
  * header that may be stamped, and which TCP flag combinations are refused.
  *
+ *   TCP data offset < 5 or past
+ *   the IPv4 payload                 -> drop, FG_ANOMALY_TCP_BAD_OFFSET
  *   TCP SYN+FIN                      -> drop, FG_ANOMALY_TCP_SYN_FIN
  *   TCP SYN+RST                      -> drop, FG_ANOMALY_TCP_SYN_RST
+ *   bytes past the IPv4 total length
+ *   in a frame > FG_ETH_MIN_FRAME_BYTES
+ *                                    -> forwarded, FG_ANOMALY_TRAILING_BYTES; the
+ *                                       extra bytes are carried, never parsed, and a
+ *                                       rate header in such a frame is never stamped
+ *                                       (TCP is processed as usual: it lies wholly
+ *                                       inside the total length)
  *   IPv4 fragment (MF or offset)     -> forwarded, never stamped, FG_ANOMALY_IPV4_FRAGMENT
- *   TCP/UDP header cut short         -> forwarded unchanged, FG_ANOMALY_L4_TRUNCATED
- *   rate header cut short (parser ran
- *   out of bytes, or UDP length too
- *   small for it)                    -> forwarded unchanged, FG_ANOMALY_FG_TRUNCATED
+ *   UDP length != IPv4 payload       -> forwarded unchanged, FG_ANOMALY_UDP_BAD_LENGTH
+ *   TCP/UDP header cut short (by
+ *   the frame or the total length)   -> forwarded unchanged, FG_ANOMALY_L4_TRUNCATED
+ *   rate header cut short (the UDP
+ *   length does not hold it)         -> forwarded unchanged, FG_ANOMALY_FG_TRUNCATED
  *   version != FG_VERSION            -> forwarded unchanged, FG_ANOMALY_FG_BAD_VERSION
  *   kind 0 or > FG_KIND_MAX          -> forwarded unchanged, FG_ANOMALY_FG_BAD_KIND
  *   data with rate 0                 -> forwarded unchanged, FG_ANOMALY_FG_RATE_ZERO
  *   data with rate all-ones          -> stamped as usual, FG_ANOMALY_FG_RATE_UNLIMITED
  *   RD kind without room for fg_rd_t
- *   (parser or UDP length)           -> forwarded unchanged, FG_ANOMALY_FG_RD_TRUNCATED
+ *   in the UDP length                -> forwarded unchanged, FG_ANOMALY_FG_RD_TRUNCATED
  * A drop reason always wins; among informational reasons the later check wins.
+ * The parser already refused to read past the IPv4 total length and the UDP
+ * length (parser.p4), so a valid fg header lies inside both.
  */
 #ifndef FG_CLASSIFY_P4
 #define FG_CLASSIFY_P4
@@ -38,15 +50,31 @@ control L4Classify(inout headers_t hdr,
         bool fragment = hdr.ipv4.frag_offset != 0 || (hdr.ipv4.flags & 3w1) != 0;
         bool fg_port = hdr.udp.isValid()
                        && (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT);
-        if (fragment) {
+        /* Bytes past the IPv4 total length (sanity.p4 dropped frames
+         * shorter than it); Ethernet padding up to the minimum frame is not
+         * counted. */
+        if (standard_metadata.packet_length != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES
+            && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
+            note(FG_ANOMALY_TRAILING_BYTES);
+        }
+        if (hdr.tcp.isValid()
+            && (hdr.tcp.data_offset < 5
+                || ((bit<16>)hdr.tcp.data_offset << 2)
+                   > hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2))) {
+            reject(FG_ANOMALY_TCP_BAD_OFFSET);
+        } else if (fragment) {
             note(FG_ANOMALY_IPV4_FRAGMENT);
+        } else if (hdr.udp.isValid()
+                   && hdr.udp.length != hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
+            note(FG_ANOMALY_UDP_BAD_LENGTH);
+            fg_port = false;  /* the parser left its payload alone */
         } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
             note(FG_ANOMALY_L4_TRUNCATED);
         } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
             note(FG_ANOMALY_L4_TRUNCATED);
         }
 
-        if (hdr.tcp.isValid() && (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+        if (hdr.tcp.isValid() && (hdr.tcp.flags & TCP_FLAG_SYN) != 0 && meta.dropped == 0) {
             if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {
                 reject(FG_ANOMALY_TCP_SYN_FIN);
             } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
@@ -56,7 +84,7 @@ control L4Classify(inout headers_t hdr,
 
         meta.fg_stampable = 0;
         if (fg_port && !fragment) {
-            if (!hdr.fg.isValid() || hdr.udp.length < 8 + FG_HEADER_BYTES) {
+            if (!hdr.fg.isValid()) {
                 note(FG_ANOMALY_FG_TRUNCATED);
             } else if (hdr.fg.version != FG_VERSION) {
                 note(FG_ANOMALY_FG_BAD_VERSION);
@@ -65,11 +93,17 @@ control L4Classify(inout headers_t hdr,
             } else if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == 0) {
                 note(FG_ANOMALY_FG_RATE_ZERO);
             } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
-                       && (!hdr.fg_rd.isValid()
-                           || hdr.udp.length < 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES)) {
+                       && !hdr.fg_rd.isValid()) {
                 note(FG_ANOMALY_FG_RD_TRUNCATED);
+            } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
+                /* noted above (a rate-header frame is always longer than
+                 * FG_ETH_MIN_FRAME_BYTES) and not overwritten since: nothing
+                 * between that note and here applies to a stampable datagram */
             } else {
                 meta.fg_stampable = 1;
+                /* The words a switch may rewrite, as they arrived (RateHeaderChecksum). */
+                meta.fg_csum_words = (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
+                                     + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
                 if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
                     note(FG_ANOMALY_FG_RATE_UNLIMITED);
                 }

@@ -37,6 +37,12 @@
 /* Rate field: kbit/s. All-ones asks for "as fast as the network allows". */
 #define FG_RATE_UNLIMITED 0xffffffff
 
+/* ---- Frames ---- */
+/* Ethernet header bytes in front of the IPv4 header. */
+#define FG_ETH_HEADER_BYTES 14
+/* Shortest Ethernet frame without FCS: shorter payloads are padded up to it. */
+#define FG_ETH_MIN_FRAME_BYTES 60
+
 /* ---- Ports and counter geometry ---- */
 /* Ports 0 .. FG_MAX_PORTS-1 are counted; packets to higher ports are forwarded but not counted. */
 #define FG_MAX_PORTS 16
@@ -124,6 +130,19 @@
 #define FG_ANOMALY_PORT_NOT_COUNTED 16
 /* forwarded unchanged, not processed: an RD kind without room for fg_rd_t (see ficcrd.p4) */
 #define FG_ANOMALY_FG_RD_TRUNCATED 17
+/* Length fields that disagree (docs/data-plane.md, "Malformed lengths"). Dropped: */
+/* IPv4 ihl < 5 */
+#define FG_ANOMALY_IPV4_BAD_IHL 18
+/* IPv4 total length longer than the frame holds (RFC 1812 5.2.2) */
+#define FG_ANOMALY_IPV4_LEN_OVER_FRAME 19
+/* TCP data offset < 5, or past the end of the IPv4 payload */
+#define FG_ANOMALY_TCP_BAD_OFFSET 20
+/* Forwarded unchanged, never stamped: UDP length != IPv4 payload length (or < 8) */
+#define FG_ANOMALY_UDP_BAD_LENGTH 21
+/* Forwarded; bytes past the IPv4 total length are carried, never parsed, and a
+ * rate header in such a frame is never stamped. Frames of at most
+ * FG_ETH_MIN_FRAME_BYTES (Ethernet padding) are not counted. */
+#define FG_ANOMALY_TRAILING_BYTES 22
 #define FG_ANOMALY_ENTRIES 32
 
 #endif

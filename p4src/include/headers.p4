@@ -125,8 +125,11 @@ struct metadata_t {
     bit<1>  dropped;
     /* 1 when the rate header is well formed and may be min-stamped. */
     bit<1>  fg_stampable;
-    /* 1 when egress rewrote the rate header (the UDP checksum is then recomputed). */
+    /* 1 once the rate header was rewritten (the UDP checksum is then updated, RateHeaderChecksum). */
     bit<1>  fg_rewritten;
+    /* Sum of the rate header's rewritable 16-bit words as they arrived (L4Classify):
+     * the UDP checksum is updated incrementally from it (RFC 1624, rate_feedback.p4). */
+    bit<32> fg_csum_words;
     /* Per-port feedback from the port_feedback table. */
     bit<32> fair_rate_kbps;
     bit<1>  port_congested;

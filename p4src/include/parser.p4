@@ -5,14 +5,24 @@
  *  - IPv4 with version != 4 or ihl < 5: ipv4 valid, nothing after it (dropped);
  *  - IPv4 options (ihl 6..15) are extracted as one varbit and re-emitted as is;
  *  - non-first fragments (frag_offset != 0) get no L4 parsing;
- *  - UDP to or from FG_UDP_PORT carries the rate header; a payload too short
- *    for it stops the parser with PacketTooShort and the bytes stay payload;
- *    RD kinds carry fg_rd_t after it (too short: fg_rd stays invalid);
- *  - TCP options are parsed only on SYN segments (window scale), one byte at
- *    a time into tcp_opts so that they are re-emitted unchanged; the walk is
- *    bounded by the data offset, so a bogus option length cannot run past it.
- * v1model does not drop on a parser error: ingress sees parser_error and
- * forwards the packet unchanged (see sanity.p4).
+ *  - nothing is parsed past the IPv4 total length: a TCP or UDP header that
+ *    does not fit in the IPv4 payload is not extracted, so bytes after the
+ *    total length (Ethernet padding, junk) are never read as a header and
+ *    leave the switch as they came;
+ *  - TCP: options are parsed only on SYN segments (window scale), one byte
+ *    at a time into tcp_opts so that they are re-emitted unchanged; the walk
+ *    is bounded by the data offset, and happens only when the data offset is
+ *    at least 5 and ends inside the IPv4 payload (otherwise ingress drops the
+ *    segment, classify.p4), so a bogus option length runs past neither;
+ *  - UDP: the rate header (to or from FG_UDP_PORT) is extracted only when the
+ *    UDP length is the IPv4 payload length and holds the header; RD kinds
+ *    carry fg_rd_t after it, extracted only when the UDP length holds it too.
+ *    Otherwise the bytes stay payload.
+ * The parser only decides what to extract; ingress works out the reason from
+ * the header fields (sanity.p4, classify.p4), including the frame length
+ * (IPv4 total length vs standard_metadata.packet_length). No check here makes
+ * a BMv2 temporary field (they cost per packet, docs/ficcrd.md "Cost on
+ * BMv2"): lengths are compared by select keysets on plain fields.
  */
 #ifndef FG_PARSER_P4
 #define FG_PARSER_P4
@@ -23,6 +33,11 @@ parser FgParser(packet_in pkt,
                 out headers_t hdr,
                 inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
+    /* IPv4 payload bytes (total length - header) not parsed yet: the L4 parse
+     * stays inside them. A total length below the header wraps this around;
+     * sanity drops such packets before anything acts on L4. */
+    bit<16> l4_bytes;
+
     state start {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
@@ -33,6 +48,7 @@ parser FgParser(packet_in pkt,
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        l4_bytes = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
         transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
             (4w4, 4w5): parse_ipv4_payload;
             (4w4, 4w0 &&& 4w0xc): accept;  /* ihl 0..3: malformed */
@@ -48,9 +64,11 @@ parser FgParser(packet_in pkt,
     }
 
     state parse_ipv4_payload {
-        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (13w0, IP_PROTO_TCP): parse_tcp;
-            (13w0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol, l4_bytes) {
+            (13w0, IP_PROTO_TCP, 0 .. 19): accept;  /* TCP header cut by the total length */
+            (13w0, IP_PROTO_TCP, _): parse_tcp;
+            (13w0, IP_PROTO_UDP, 0 .. 7): accept;   /* UDP header cut by the total length */
+            (13w0, IP_PROTO_UDP, _): parse_udp;
             default: accept;
         }
     }
@@ -58,11 +76,15 @@ parser FgParser(packet_in pkt,
     state parse_tcp {
         pkt.extract(hdr.tcp);
         meta.tcp_opt_left = ((bit<8>)hdr.tcp.data_offset - 5) << 2;
-        transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.data_offset) {
-            (TCP_FLAG_SYN, 4w0 &&& 4w0xc): accept;  /* data offset 0..3: malformed */
-            (TCP_FLAG_SYN, 4w4): accept;            /* 4: malformed */
-            (TCP_FLAG_SYN, 4w5): accept;            /* no options */
-            (TCP_FLAG_SYN, _): parse_tcp_option;
+        /* payload bytes after the TCP header: wraps (top bit set) when the
+         * data offset runs past the IPv4 payload (the IPv4 payload is below
+         * 2^15 bytes in every frame sanity lets through) */
+        l4_bytes = l4_bytes - ((bit<16>)hdr.tcp.data_offset << 2);
+        transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.data_offset, l4_bytes) {
+            (TCP_FLAG_SYN, 0 .. 4, _): accept;                  /* data offset < 5: dropped */
+            (TCP_FLAG_SYN, _, 16w0x8000 &&& 16w0x8000): accept; /* past the payload: dropped */
+            (TCP_FLAG_SYN, 5, _): accept;                       /* no options */
+            (TCP_FLAG_SYN, _, _): parse_tcp_option;
             default: accept;
         }
     }
@@ -152,18 +174,22 @@ parser FgParser(packet_in pkt,
 
     state parse_udp {
         pkt.extract(hdr.udp);
-        transition select(hdr.udp.dst_port, hdr.udp.src_port) {
-            (FG_UDP_PORT, _): parse_fg;
-            (_, FG_UDP_PORT): parse_fg;
+        l4_bytes = l4_bytes - hdr.udp.length;  /* 0: the UDP length is the IPv4 payload */
+        transition select(l4_bytes, hdr.udp.length, hdr.udp.dst_port, hdr.udp.src_port) {
+            (0, 0 .. 8 + FG_HEADER_BYTES - 1, _, _): accept;  /* no room for the header */
+            (0, _, FG_UDP_PORT, _): parse_fg;
+            (0, _, _, FG_UDP_PORT): parse_fg;
             default: accept;
         }
     }
 
     state parse_fg {
         pkt.extract(hdr.fg);
-        transition select(hdr.fg.kind) {
-            FG_KIND_RD_FORWARD: parse_fg_rd;
-            FG_KIND_RD_BACKWARD: parse_fg_rd;
+        transition select(hdr.fg.kind, hdr.udp.length) {
+            (FG_KIND_RD_FORWARD, 0 .. 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1): accept;
+            (FG_KIND_RD_BACKWARD, 0 .. 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1): accept;
+            (FG_KIND_RD_FORWARD, _): parse_fg_rd;
+            (FG_KIND_RD_BACKWARD, _): parse_fg_rd;
             default: accept;
         }
     }
@@ -195,15 +221,10 @@ control FgComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
               hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
               hdr.ipv4_options.options },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        /* Only a rewritten rate header changes the UDP checksum; a zero UDP
-         * checksum means "none" in IPv4 and stays zero. */
-        update_checksum_with_payload(
-            meta.fg_rewritten == 1 && hdr.udp.isValid() && hdr.udp.checksum != 0,
-            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol,
-              hdr.udp.length,
-              hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length,
-              hdr.fg, hdr.fg_rd },
-            hdr.udp.checksum, HashAlgorithm.csum16);
+        /* The UDP checksum of a rewritten rate header is updated
+         * incrementally in egress (RateHeaderChecksum, rate_feedback.p4):
+         * no recomputation over the payload, which on BMv2 would run to the
+         * end of the frame instead of the UDP length. */
     }
 }
 

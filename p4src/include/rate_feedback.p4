@@ -51,4 +51,35 @@ control RateFeedback(inout headers_t hdr,
     }
 }
 
+/* The UDP checksum of a datagram whose rate header a switch rewrote (rate
+ * feedback, FICCRD turnaround and ER), updated incrementally (RFC 1624,
+ * eqn. 3) from the sum of the rewritable words as they arrived
+ * (meta.fg_csum_words, L4Classify) and as they leave:
+ *
+ *   HC' = ~(~HC + ~m + m')       m, m': version|kind, flags|reserved, rate_kbps
+ *
+ * (version and reserved never change, so m and m' sum just kind, flags << 8
+ * and the two halves of rate_kbps; ~m over those 4 terms is 4 * 0xffff - m.)
+ *
+ * The update never reads the payload, so it is exact for the UDP length
+ * whatever follows the datagram in the frame, and a checksum that arrived
+ * wrong stays exactly as wrong (end to end). A result of 0 is sent as 0xFFFF
+ * (RFC 768: 0 means "no checksum"); a datagram sent without a checksum (0)
+ * keeps none. */
+control RateHeaderChecksum(inout headers_t hdr, in metadata_t meta) {
+    apply {
+        if (meta.fg_rewritten == 1 && hdr.udp.checksum != 0) {
+            bit<32> sum = (bit<32>)(~hdr.udp.checksum) + (32w0x3fffc - meta.fg_csum_words)
+                          + (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
+                          + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
+            sum = (sum & 0xffff) + (sum >> 16);
+            sum = (sum & 0xffff) + (sum >> 16);
+            hdr.udp.checksum = ~((bit<16>)sum);
+            if (hdr.udp.checksum == 0) {
+                hdr.udp.checksum = 0xffff;
+            }
+        }
+    }
+}
+
 #endif

@@ -69,6 +69,19 @@ def test_counter_geometry_is_consistent() -> None:
     assert g.FG_ANOMALY_PORT_NOT_COUNTED < g.FG_ANOMALY_ENTRIES
 
 
+def test_anomaly_reasons_are_distinct_counter_indexes() -> None:
+    """Every FG_ANOMALY_* reason has its own input_anomalies index (0 = none)."""
+    reasons = {
+        name: value
+        for name, value in vars(g).items()
+        if name.startswith("FG_ANOMALY_") and name != "FG_ANOMALY_ENTRIES"
+    }
+    assert len(reasons) >= 23  # through TRAILING_BYTES (issue #16)
+    assert len(set(reasons.values())) == len(reasons)
+    assert all(0 <= v < g.FG_ANOMALY_ENTRIES for v in reasons.values())
+    assert reasons["FG_ANOMALY_NONE"] == 0
+
+
 def _p4info_sizes(program: str) -> dict[str, int]:
     text = artifacts.p4info_path(program).read_text()
     sizes = {}
