@@ -49,6 +49,34 @@ def offloads_off(run: Any, intf: str) -> None:
     run(f"ethtool -K {intf} {' '.join(f'{o} off' for o in OFFLOADS)} >/dev/null 2>&1")
 
 
+def isolation_sysctls(intf: str) -> list[str]:
+    """Sysctls that keep the root namespace's own IP stack deaf on a switch port.
+
+    BMv2 cannot bind its Thrift server to loopback (simple_switch_grpc 1.15.5
+    has ``--thrift-port`` only and listens on every address, IPv4 and IPv6).
+    The switch's interfaces live in the root namespace, whose kernel also sees
+    every frame a lab host sends: a host that routes an address of the root
+    namespace (e.g. eth0's) onto its link, or uses the interface's IPv6
+    link-local address, would reach Thrift and the controller's ports. BMv2
+    reads the interfaces with raw sockets, so the kernel needs none of this:
+    no IPv6 on them, no ARP answers, and strict reverse-path filtering (no
+    route leads back out of a switch port, so every IPv4 packet a host sends
+    to the root namespace is dropped). docs/reliability.md has the threat model.
+    """
+    return [
+        f"net.ipv6.conf.{intf}.disable_ipv6=1",
+        f"net.ipv4.conf.{intf}.rp_filter=1",
+        f"net.ipv4.conf.{intf}.arp_ignore=8",
+        f"net.ipv4.conf.{intf}.accept_local=0",
+        f"net.ipv4.conf.{intf}.route_localnet=0",
+    ]
+
+
+def isolate_intf(run: Any, intf: str) -> None:
+    """Apply ``isolation_sysctls`` (a switch port: the root namespace's end)."""
+    run(f"sysctl -qw {' '.join(isolation_sysctls(intf))}")
+
+
 class Bmv2Switch(Switch):
     """simple_switch_grpc as a Mininet switch."""
 
@@ -98,8 +126,9 @@ class Bmv2Switch(Switch):
     def start(self, controllers: list[Any]) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for port, intf in self.intfs.items():
-            if port > 0:
+            if port > 0 and intf.name != "lo":
                 offloads_off(self.cmd, intf.name)
+                isolate_intf(self.cmd, intf.name)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
