@@ -88,6 +88,12 @@ class ControlConfig:
             raise ValueError("need 0 < period_min <= period_max")
         if not self.session_window_s > 0:
             raise ValueError("session window must be > 0 s")
+        if not self.min_rate_kbps > 0:
+            raise ValueError(f"--min-rate must be > 0 kbit/s, got {self.min_rate_kbps}")
+        if not (math.isfinite(self.q_ref_pkts) and self.q_ref_pkts >= 0):
+            raise ValueError(f"--q-ref must be a finite number >= 0, got {self.q_ref_pkts}")
+        if not self.meter_burst >= 1:
+            raise ValueError(f"meter burst must be >= 1, got {self.meter_burst}")
 
     def rate_controller(self, port: PortSpec, initial_Bps: float | None) -> RateController | None:
         common: dict[str, Any] = {
