@@ -213,7 +213,17 @@ def main(argv: list[str] | None = None) -> int:
     from fairgate_controller.app import run
 
     live = sys.stdout.isatty() if args.live is None else args.live
-    asyncio.run(run(topo, config, args.election_id, args.records, args.device_id, live))
+    asyncio.run(
+        run(
+            topo,
+            config,
+            args.election_id,
+            args.records,
+            args.device_id,
+            live,
+            switch_timeout_s=args.switch_timeout,
+        )
+    )
     return 0
 
 

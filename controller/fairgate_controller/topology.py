@@ -71,6 +71,11 @@ class PortSpec:
     queue_rate_pps: int | None = None
     queue_depth: int | None = None
     admission: bool = False
+    # Whether queue_rate_pps/queue_depth are set on this port's egress queue:
+    # host ports and a link's "a" end (its data direction). A link's "b" end
+    # carries the same values for reference but its queue is left alone, so
+    # that acks do not meet a second bottleneck of the same packet rate.
+    queue_end: bool = True
 
     @property
     def peer_switch(self) -> str | None:
@@ -95,7 +100,7 @@ class Topology:
     def to_json(self) -> dict[str, Any]:
         links, seen = [], set()
         for (s, port), spec in sorted(self.ports.items()):
-            if spec.peer_switch is None or (s, port) in seen:
+            if spec.peer_switch is None or (s, port) in seen or not spec.queue_end:
                 continue
             peer_sw, peer_port = spec.peer.split(":")
             seen.add((peer_sw, int(peer_port)))
@@ -383,7 +388,10 @@ def parse(doc: Any) -> Topology:
         if a_sw == b_sw:
             raise TopologyError(f"{where}: a link from {a_sw} to itself")
         add_port(PortSpec(a_sw, a_port, f"{b_sw}:{b_port}", cap, qrate, qdepth, admission), where)
-        add_port(PortSpec(b_sw, b_port, f"{a_sw}:{a_port}", cap, qrate, qdepth, admission), where)
+        add_port(
+            PortSpec(b_sw, b_port, f"{a_sw}:{a_port}", cap, qrate, qdepth, admission, False),
+            where,
+        )
 
     _check_reachability(topo)
     return topo

@@ -243,3 +243,18 @@ def test_a_directory_or_unreadable_file_names_the_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(inf).replace("Infinity", "1e999"))
     with pytest.raises(TopologyError, match="capacity_kbps must be a positive number"):
         load(path)
+
+
+def test_link_queue_is_set_on_its_a_end_only_and_round_trips(tmp_path: Path) -> None:
+    doc = dumbbell()
+    link = doc["links"][0]
+    link["a"], link["b"] = link["b"], link["a"]  # data direction s2 -> s1
+    link.update(queue_rate_pps=500, queue_depth=32)
+    topo = parse(doc)
+    a_sw, a_port = link["a"].split(":")
+    b_sw, b_port = link["b"].split(":")
+    assert topo.ports[(a_sw, int(a_port))].queue_end
+    assert not topo.ports[(b_sw, int(b_port))].queue_end
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(topo.to_json()))
+    assert load(path).ports == topo.ports
