@@ -70,17 +70,54 @@ def test_without_the_rule_an_outage_drifts_the_rate_up(algo: str) -> None:
 def test_an_outage_holds_the_rate_and_state(algo: str) -> None:
     ctl = HoldWhenIdle(MAKERS[algo]())
     fair = settle(ctl, 10)
+    last = list(ctl.recent)
     n_hat = getattr(ctl.inner, "n_hat", None)
+    first = ctl.update(IDLE)
+    assert first.rate_Bps == min(last) <= fair  # the safe one of the last busy periods
     for _ in range(300):  # a 30 s outage
         d = ctl.update(IDLE)
-        assert d.rate_Bps == fair and not d.congested and d.diagnostics == {"idle": 1.0}
-    assert ctl.rate_Bps == fair
+        assert d.rate_Bps == first.rate_Bps and not d.congested and d.diagnostics == {"idle": 1.0}
+    assert ctl.rate_Bps == first.rate_Bps
     assert getattr(ctl.inner, "n_hat", None) == n_hat
     # Traffic returns: the first decision starts from the held rate, so ten
     # senders resume at about C in total, not 10 C.
     d = ctl.update(busy(ctl, 10))
     assert 10 * d.rate_Bps < 1.3 * C
     assert settle(ctl, 10) == pytest.approx(fair, rel=0.1)
+
+
+def test_half_empty_last_period_and_slow_starters_do_not_raise_the_rate() -> None:
+    """QFCP: the period in which flows stop is half empty (N looks like 5, the
+    rate doubles); returning flows send at their start rate for a while. Neither
+    may lift the rate above the pre-outage share."""
+    ctl = HoldWhenIdle(QfcpController(C))
+    fair = settle(ctl, 10)
+    half = PortMeasurement(
+        period_s=PERIOD, capacity_Bps=C, arrival_bytes=5 * fair * PERIOD, arrival_pkts=40
+    )
+    assert ctl.update(half).rate_Bps > 1.3 * fair  # the algorithm alone would double it
+    held = ctl.update(IDLE).rate_Bps
+    assert held == pytest.approx(fair, rel=0.05)
+    start_rate = 50_000.0  # 400 kbit/s: what senders start with
+    slow = PortMeasurement(
+        period_s=PERIOD,
+        capacity_Bps=C,
+        arrival_bytes=10 * start_rate * PERIOD,
+        arrival_pkts=10 * start_rate * PERIOD / 1250,
+    )
+    for _ in range(ctl.warmup_periods):
+        d = ctl.update(slow)
+        assert d.rate_Bps <= held
+    assert "warmup_capped_Bps" in d.diagnostics
+    assert ctl.update(slow).rate_Bps > held  # after the warm-up the algorithm rules again
+
+
+def test_slow_senders_are_not_an_outage() -> None:
+    """At a rate below two frames per period, a period without arrivals is what
+    slow senders look like: the algorithm runs (and raises the rate)."""
+    ctl = HoldWhenIdle(RcpController(C, initial_rate_Bps=5_000.0))
+    d = ctl.update(IDLE)
+    assert "idle" not in d.diagnostics and d.rate_Bps > 5_000.0
 
 
 @pytest.mark.parametrize("algo", sorted(MAKERS))
