@@ -4,9 +4,12 @@ root namespace's addresses straight onto its link (static route and neighbour
 entry for the switch port's MAC) or uses the port's IPv6 link-local address.
 
 BMv2 1.15.5 binds Thrift to every address; the lab keeps the root namespace's
-IP stack deaf on switch ports (fairgate_topo.bmv2.isolation_sysctls). The test
-then undoes that on one port and shows the same probe does connect, so a
-failure to connect above is the isolation's doing, not a broken probe.
+IP stack off the switch ports (an nftables netdev ingress drop per port, and
+sysctls: fairgate_topo.bmv2). The worst case is tested: the root namespace is
+also given a route back to h1 through the switch port, so replies would reach
+it. The test then undoes the isolation on that port and shows the same probe
+does connect, so a failure to connect above is the isolation's doing, not a
+broken probe.
 """
 
 from __future__ import annotations
@@ -89,6 +92,11 @@ def test_no_management_port_reachable_from_a_lab_host(tmp_path: Path) -> None:
         for addr in addrs:
             h1.cmd(f"ip route replace {addr}/32 dev {h1_intf}")
             h1.cmd(f"ip neigh replace {addr} lladdr {s1_mac} dev {h1_intf}")
+        # Worst case: the root namespace routes h1's address out of the switch
+        # port (the route goes away with the interface at net.stop()).
+        s1_port = s1_port_intf.name
+        h1_ip = topo.hosts["h1"].ip
+        subprocess.run(["ip", "route", "add", f"{h1_ip}/32", "dev", s1_port], check=True)
         lladdr = link_local(s1_mac)
         h1.cmd(f"ip -6 neigh replace {lladdr} lladdr {s1_mac} dev {h1_intf}")
         targets = [(a, p) for a in [*addrs, lladdr] for p in ports]
@@ -116,14 +124,11 @@ def test_no_management_port_reachable_from_a_lab_host(tmp_path: Path) -> None:
         # to Thrift on a non-loopback root address (when the machine has one).
         outside = [a for a in addrs if not a.startswith("127.")]
         if outside:
-            name = s1_port_intf.name
-            subprocess.run(
-                ["sysctl", "-qw", f"net.ipv4.conf.{name}.rp_filter=0"],
-                check=True,
-            )
-            subprocess.run(["sysctl", "-qw", f"net.ipv4.conf.{name}.arp_ignore=0"], check=True)
-            thrift = lab.net.get("s1").thrift_port
-            control = probe_from(h1, [(outside[0], thrift)], tmp_path / "probe.py")
+            s1 = lab.net.get("s1")
+            subprocess.run(["nft", "delete", "table", "netdev", s1.nft_table], check=True)
+            for key in ("rp_filter", "arp_ignore"):
+                subprocess.run(["sysctl", "-qw", f"net.ipv4.conf.{s1_port}.{key}=0"], check=True)
+            control = probe_from(h1, [(outside[0], s1.thrift_port)], tmp_path / "probe.py")
             assert control[0][2] == "connected", (
                 f"the probe cannot connect even without isolation: {control}; "
                 "it proves nothing about the isolation"

@@ -9,6 +9,7 @@ waits until gRPC answers, and is stopped by that PID only.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -77,6 +78,48 @@ def isolate_intf(run: Any, intf: str) -> None:
     run(f"sysctl -qw {' '.join(isolation_sysctls(intf))}")
 
 
+def isolation_ruleset(table: str, intfs: list[str]) -> str:
+    """An nftables netdev table that drops every frame entering the root
+    namespace's stack from `intfs`. The netdev ingress hook runs after the
+    packet taps (BMv2's capture sockets still get every frame) and before
+    ARP, IPv4 and IPv6: the kernel never answers a lab host on a switch port,
+    whatever routes either side has."""
+    chains = "".join(
+        f"  chain in_{re.sub(r'[^A-Za-z0-9_]', '_', intf)} {{\n"
+        f'    type filter hook ingress device "{intf}" priority 0; policy drop;\n'
+        "  }\n"
+        for intf in intfs
+    )
+    return f"table netdev {table} {{\n{chains}}}\n"
+
+
+def nft_path() -> str:
+    path = shutil.which("nft")
+    if path is None:
+        raise RuntimeError(
+            "nft not found: make deps installs nftables (it keeps lab hosts away from the "
+            "switches' management ports, docs/reliability.md)"
+        )
+    return path
+
+
+def isolate_ports(table: str, intfs: list[str]) -> None:
+    """(Re)create `table` for `intfs` (an existing table of that name is replaced)."""
+    script = f"table netdev {table}\ndelete table netdev {table}\n"
+    script += isolation_ruleset(table, intfs)
+    proc = subprocess.run(
+        [nft_path(), "-f", "-"], input=script, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"nft could not isolate {', '.join(intfs)}: {proc.stderr.strip()}")
+
+
+def release_ports(table: str) -> None:
+    nft = shutil.which("nft")
+    if nft is not None:
+        subprocess.run([nft, "delete", "table", "netdev", table], capture_output=True, check=False)
+
+
 class Bmv2Switch(Switch):
     """simple_switch_grpc as a Mininet switch."""
 
@@ -123,12 +166,20 @@ class Bmv2Switch(Switch):
         cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", "255"]
         return cmd
 
+    @property
+    def nft_table(self) -> str:
+        return f"fairgate_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}"
+
+    def ports_intfs(self) -> list[str]:
+        return [i.name for p, i in sorted(self.intfs.items()) if p > 0 and i.name != "lo"]
+
     def start(self, controllers: list[Any]) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for port, intf in self.intfs.items():
-            if port > 0 and intf.name != "lo":
-                offloads_off(self.cmd, intf.name)
-                isolate_intf(self.cmd, intf.name)
+        for name in self.ports_intfs():
+            offloads_off(self.cmd, name)
+            isolate_intf(self.cmd, name)
+        if self.ports_intfs():
+            isolate_ports(self.nft_table, self.ports_intfs())
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -157,6 +208,7 @@ class Bmv2Switch(Switch):
 
     def stop(self, deleteIntfs: bool = True) -> None:
         self.stop_process()
+        release_ports(self.nft_table)
         super().stop(deleteIntfs)
 
     def restart(self) -> None:
