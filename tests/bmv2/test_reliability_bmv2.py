@@ -49,7 +49,11 @@ def test_regained_primacy_continues_from_the_switch_rates(
         rate_a = rate_on_switch(switch)
         assert rate_a < CAPACITY_KBPS / 2, rate_a
         # B (higher election id) takes over: A becomes backup.
-        b = Controller(topo, tmp_path / "b.log", "--algo", "qfcp", "--election-id", "30")
+        # An unresponsive sender drives QFCP to its floor: B's floor differs
+        # from A's, so B's rate on the switch differs from what A remembers.
+        b = Controller(
+            topo, tmp_path / "b.log", "--algo", "qfcp", "--election-id", "30", "--min-rate", "300"
+        )
         wait_for(lambda: "s1: installed" in b.text(), 20, "B to install")
         wait_for(lambda: "backup controller" in a.text(), 10, "A to step back")
         # Under a lighter load (1.3x) B settles at another rate.
@@ -84,8 +88,19 @@ def test_silent_outage_holds_the_rate_on_the_switch(
     topo = tmp_path / "topo.json"
     write_topology(switch, topo)
     records = tmp_path / "records.jsonl"
+    # An unresponsive 3x load drives QFCP to its floor; 240 kbit/s x 0.1 s is
+    # above the two frames under which silence is not taken for an outage.
     ctl = Controller(
-        topo, tmp_path / "c.log", "--algo", "qfcp", "--period", "0.1", "--records", str(records)
+        topo,
+        tmp_path / "c.log",
+        "--algo",
+        "qfcp",
+        "--period",
+        "0.1",
+        "--min-rate",
+        "240",
+        "--records",
+        str(records),
     )
     try:
         wait_for(lambda: "s1: installed" in ctl.text(), 20, "the controller to install")
