@@ -122,3 +122,37 @@ def test_silent_outage_holds_the_rate_on_the_switch(
     assert held <= loaded < CAPACITY_KBPS / 2, (loaded, held)
     assert out, "no packet came out after the outage"
     assert RateHeader.unpack(out[42:]).rate_kbps == held  # stamped with the held rate, not C
+
+
+def test_controller_started_before_its_switch_says_so_and_connects_fast(
+    switch: NetnsSwitch,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The switch is down when the controller starts: "waiting for switch s1
+    at ... (attempt n)" within the first second and then every second or so;
+    once the switch is up the controller installs within 2 s."""
+    topo = tmp_path / "topo.json"
+    write_topology(switch, topo)
+    switch.stop_switch()
+    t0 = time.monotonic()
+    ctl = Controller(topo, tmp_path / "c.log", "--algo", "qfcp", "--switch-timeout", "2")
+    try:
+        waiting = f"waiting for switch s1 at {switch.grpc_address} (attempt 1)"
+        wait_for(lambda: waiting in ctl.text(), 5, "the first waiting line")
+        first = time.monotonic() - t0
+        wait_for(lambda: "switches unreachable for 2 s or more: s1" in ctl.text(), 5, "the error")
+        switch.start_switch()  # returns once gRPC answers
+        t_up = time.monotonic()
+        wait_for(lambda: "s1: installed" in ctl.text(), 10, "the install")
+        took = time.monotonic() - t_up
+    finally:
+        ctl.stop()
+    log = ctl.text()
+    attempts = re.findall(r"waiting for switch s1 at \S+ \(attempt (\d+)\)", log)
+    print(f"first waiting line {first:.2f} s after start; installed {took:.2f} s after the switch")
+    # The first line comes 0.5 s after the controller runs; Python's start-up
+    # (imports, loading the P4Info) is before that.
+    assert first < 3.0, first
+    assert [int(a) for a in attempts] == list(range(1, len(attempts) + 1)) and len(attempts) >= 2
+    assert took < 2.0, took
+    assert "Traceback" not in log
