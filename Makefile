@@ -12,6 +12,7 @@ EXP      ?=
 ALGO     ?= all
 SMOKE    ?=
 SCALE    ?= lab
+STRICT   ?=
 STAMP    := $(VENV)/.fairgate-deps
 
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
@@ -23,7 +24,8 @@ export P4C SWITCH VENV
 help:
 	@echo "FairGate make targets"
 	@echo "  make deps          install Debian packages and the pinned Python venv ($(VENV))"
-	@echo "  make test          every suite; skips what lacks its tool, prints a summary"
+	@echo "  make test          every suite; skips what lacks its tool, prints a summary table"
+	@echo "                     [STRICT=1: fail instead of skip, as CI does (FAIRGATE_STRICT=1)]"
 	@echo "  make test-unit     unit tests only (no switch, no root)"
 	@echo "  make test-ptf      PTF packet tests on simple_switch_grpc [TEST=module.Class]"
 	@echo "  make test-mininet  Mininet end-to-end tests"
@@ -59,16 +61,16 @@ build: $(STAMP)
 	@$(PY) -m fairgate_p4.gen
 
 test: $(STAMP)
-	$(PY) scripts/run_tests.py
+	$(PY) scripts/run_tests.py $(if $(STRICT),--strict)
 
 test-unit: $(STAMP)
-	$(PY) scripts/run_tests.py --suite unit
+	$(PY) scripts/run_tests.py --suite unit $(if $(STRICT),--strict)
 
 test-ptf: $(STAMP)
 	ptf-tests/run-ptf $(TEST)
 
 test-mininet: $(STAMP)
-	$(PY) scripts/run_tests.py --suite mininet
+	$(PY) scripts/run_tests.py --suite mininet $(if $(STRICT),--strict)
 
 # Without BMv2 a lab runs in the packet-level simulator instead, and says so.
 lab: $(STAMP)

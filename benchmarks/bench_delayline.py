@@ -18,7 +18,6 @@ Writes results/bench/delayline.json.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import subprocess
@@ -29,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "topologies"), str(ROOT / "hosts")]
+
+from benchlib import Headline, missing_netns, skip, write  # noqa: E402
 
 from fairgate_topo.delaychain import DelayChain, exit_counts, ping_rtts_ms  # noqa: E402
 
@@ -110,12 +111,9 @@ def blast(chain: DelayChain, tmp: Path, frame_bytes: int) -> dict[str, object]:
 
 
 def main() -> int:
-    from fairgate_hosts.netns import netns_unavailable_reason
-
-    reason = netns_unavailable_reason()
+    reason = missing_netns()
     if reason:
-        print(f"bench_delayline: skipped ({reason})")
-        return 0
+        return skip("delayline", reason)
     with tempfile.TemporaryDirectory() as d, DelayChain() as chain:
         tmp = Path(d)
         acc = accuracy(chain, tmp)
@@ -137,9 +135,12 @@ def main() -> int:
             f"{r['forwarded_pps']} pkt/s ({r['forwarded_mbps']} Mbit/s), lost: "
             f"{r['socket_drops']} socket drops, {r['dropped_full']} buffer full"
         )
-    out = ROOT / "results" / "bench" / "delayline.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"accuracy": acc, "rate": rates}, indent=2) + "\n")
+    worst = max(abs(float(r["error_ms"])) for r in acc if r["delay_ms"])
+    write(
+        "delayline",
+        {"accuracy": acc, "rate": rates},
+        headlines=[Headline("delay line: worst |added RTT - 2D|", worst, "ms", 0.2, False)],
+    )
     return 0
 
 

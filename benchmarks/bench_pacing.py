@@ -27,7 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "hosts"), str(ROOT / "p4src")]
 
-from fairgate_hosts.netns import VethPair, netns_unavailable_reason  # noqa: E402
+from benchlib import Headline, missing_netns, skip, write  # noqa: E402
+
+from fairgate_hosts.netns import VethPair  # noqa: E402
 
 RATES_MBPS = (1, 10, 50)
 PACKET_BYTES = 1200
@@ -170,10 +172,9 @@ def print_table(rows: list[dict[str, float]], cols: tuple[str, ...]) -> None:
 
 
 def main() -> int:
-    reason = netns_unavailable_reason()
+    reason = missing_netns()
     if reason:
-        print(f"bench_pacing skipped: {reason}")
-        return 0
+        return skip("pacing", reason)
     seconds = float(os.environ.get("FG_BENCH_SECONDS", "5"))
     results = []
     with VethPair(prefix=f"fgb-{os.getpid()}") as lab, tempfile.TemporaryDirectory() as tmp:
@@ -194,20 +195,21 @@ def main() -> int:
     print_table(results, cols)
     print("TCP over CM: SO_MAX_PACING_RATE, goodput vs set rate")
     print_table(tcp, ("set_mbps", "goodput_mbps", "error_pct", "retrans", "seconds"))
-    out = ROOT / "results" / "bench" / "pacing.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "seconds": seconds,
-                "packet_bytes": PACKET_BYTES,
-                "frame_bytes": FRAME,
-                "results": results,
-                "tcp_over_cm": tcp,
-            },
-            indent=2,
-        )
-        + "\n"
+    worst = max(abs(float(r["mean_rate_error_pct"])) for r in results)
+    worst_tcp = max(abs(float(r["error_pct"])) for r in tcp)
+    out = write(
+        "pacing",
+        {
+            "seconds": seconds,
+            "packet_bytes": PACKET_BYTES,
+            "frame_bytes": FRAME,
+            "results": results,
+            "tcp_over_cm": tcp,
+        },
+        headlines=[
+            Headline("UDP pacer: worst mean rate error, 1-50 Mbit/s", worst, "%", 1.0, False),
+            Headline("TCP over CM: worst goodput error vs set rate", worst_tcp, "%", 2.0, False),
+        ],
     )
     print(f"wrote {out.relative_to(ROOT)}")
     return 0

@@ -1,9 +1,13 @@
 """Run FairGate's test suites, skip the ones whose tools are missing, summarise.
 
 Each suite names what it needs; a missing need skips the whole suite with a
-one-line reason that says how to get it. The last line is the total in the
-form `fairgate: N passed, N failed, N skipped` (a skipped suite counts as one
-skipped test). Exit status 1 when anything failed.
+one-line reason that says how to get it. In strict mode (`--strict`,
+FAIRGATE_STRICT=1, `make test STRICT=1`; CI uses it) a missing need FAILS the
+suite instead, naming what was missing, and so does any single test that would
+be skipped (tests/conftest.py). The run ends with one table (suite, tests run,
+passed, failed, skipped and why, wall time) and the plain line
+`N passed, N failed, N skipped` (a skipped suite counts as one skipped test).
+Exit status 1 when anything failed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +27,7 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 TOOLCHAIN_HINT = "install p4lang's p4c/BMv2 (README: P4 toolchain)"
+STRICT_ENV = "FAIRGATE_STRICT"
 
 
 @dataclass
@@ -79,6 +85,10 @@ def run_pytest(suite: Suite) -> Outcome:
             return Outcome(failed=1, note=f"pytest exited {code} without a report")
         root = ET.parse(report).getroot()
         totals = Outcome()
+        reasons = sorted(
+            {sk.get("message", "").removeprefix("Skipped: ") for sk in root.iter("skipped")}
+        )
+        totals.note = "; ".join(r for r in reasons if r)[:160]
         for ts in root.iter("testsuite"):
             tests = int(ts.get("tests", 0))
             bad = int(ts.get("failures", 0)) + int(ts.get("errors", 0))
@@ -109,7 +119,14 @@ def run_ptf(_suite: Suite) -> Outcome:
     skipped = sum(int(n) for n in re.findall(r"skipped=(\d+)", proc.stdout))
     if proc.returncode != 0 and failures == 0:
         failures = 1
-    return Outcome(passed=total - failures - skipped, failed=failures, skipped=skipped)
+    outcome = Outcome(passed=total - failures - skipped, failed=failures, skipped=skipped)
+    if skipped and strict_mode():
+        outcome.failed += skipped
+        outcome.skipped = 0
+        outcome.note = f"strict mode: {skipped} PTF test(s) skipped themselves"
+    elif skipped:
+        outcome.note = f"{skipped} PTF test(s) skipped themselves (see output above)"
+    return outcome
 
 
 SUITES = (
@@ -154,6 +171,42 @@ SUITES = (
 )
 
 
+def strict_mode() -> bool:
+    return os.environ.get(STRICT_ENV, "") not in ("", "0", "false", "no")
+
+
+@dataclass
+class Row:
+    suite: str
+    status: str
+    outcome: Outcome
+    seconds: float = 0.0
+
+    @property
+    def ran(self) -> int:
+        return self.outcome.passed + self.outcome.failed
+
+
+def print_summary(rows: list[Row]) -> Outcome:
+    total = Outcome()
+    print("\n=== FairGate test summary" + (" (strict mode)" if strict_mode() else ""))
+    head = f"{'suite':<9} {'status':<8} {'ran':>5} {'passed':>6} {'failed':>6} {'skipped':>7}"
+    print(f"{head} {'wall':>7}  note / why skipped")
+    for r in rows:
+        o = r.outcome
+        print(
+            f"{r.suite:<9} {r.status:<8} {r.ran:>5} {o.passed:>6} {o.failed:>6} {o.skipped:>7}"
+            f" {r.seconds:>6.0f}s  {o.note}"
+        )
+        total.passed += o.passed
+        total.failed += o.failed
+        total.skipped += o.skipped
+    wall = sum(r.seconds for r in rows)
+    print(f"{'total':<9} {'':<8} {total.passed + total.failed:>5} {total.passed:>6}"
+          f" {total.failed:>6} {total.skipped:>7} {wall:>6.0f}s")  # fmt: skip
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -162,31 +215,39 @@ def main(argv: list[str] | None = None) -> int:
         choices=[s.name for s in SUITES],
         help="run only this suite (repeatable)",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"fail (not skip) anything whose tool, root or kernel feature is missing "
+        f"(also {STRICT_ENV}=1)",
+    )
     args = parser.parse_args(argv)
+    if args.strict:
+        os.environ[STRICT_ENV] = "1"  # seen by tests/conftest.py in every pytest child
     chosen = [s for s in SUITES if not args.suite or s.name in args.suite]
-    rows: list[tuple[str, str, Outcome]] = []
+    rows: list[Row] = []
     for suite in chosen:
         if suite.paths and not any((TOP / p).exists() for p in suite.paths):
-            rows.append((suite.name, "empty", Outcome(note="no tests yet")))
+            rows.append(Row(suite.name, "empty", Outcome(note="no tests yet")))
             continue
         reasons = [r for r in (need() for need in suite.needs) if r]
+        if reasons and strict_mode():
+            print(f"\n=== {suite.name}: FAILED (strict mode): missing: {'; '.join(reasons)}")
+            note = f"strict mode: missing: {'; '.join(reasons)}"
+            rows.append(Row(suite.name, "FAILED", Outcome(failed=1, note=note)))
+            continue
         if reasons:
             print(f"\n=== {suite.name}: SKIPPED: {reasons[0]}")
-            rows.append((suite.name, "skipped", Outcome(skipped=1, note=reasons[0])))
+            rows.append(Row(suite.name, "skipped", Outcome(skipped=1, note=reasons[0])))
             continue
         print(f"\n=== {suite.name}: {suite.what}", flush=True)
+        start = time.monotonic()
         outcome = suite.run(suite)
-        rows.append((suite.name, "FAILED" if outcome.failed else "ran", outcome))
+        status = "FAILED" if outcome.failed else "ran"
+        rows.append(Row(suite.name, status, outcome, time.monotonic() - start))
 
-    total = Outcome()
-    print("\n=== FairGate test summary")
-    print(f"{'suite':<9} {'status':<8} {'passed':>6} {'failed':>6} {'skipped':>7}  note")
-    for name, status, o in rows:
-        print(f"{name:<9} {status:<8} {o.passed:>6} {o.failed:>6} {o.skipped:>7}  {o.note}")
-        total.passed += o.passed
-        total.failed += o.failed
-        total.skipped += o.skipped
-    print(f"fairgate: {total.passed} passed, {total.failed} failed, {total.skipped} skipped")
+    total = print_summary(rows)
+    print(f"{total.passed} passed, {total.failed} failed, {total.skipped} skipped")
     return 1 if total.failed else 0
 
 

@@ -4,6 +4,10 @@
 >>> fid = cm.open("10.0.0.2", weight=2)   # doctest: +SKIP
 >>> cm.request(fid, 12000); cm.poll(0.1)  # app_notify callbacks run inside poll()
 
+The paper's names (Fig. 8) work too: ``cm_open(src, dst)``, ``cm_request(id, nbytes,
+minbytes, latency)``, ``cm_notify``, ``cm_update(id, nrecd, loss_occurred, rtt)``,
+``cm_query(dst) -> CMEntry``, ``cm_close``.
+
 Events that arrive while waiting for a reply are queued and delivered by :meth:`poll`.
 """
 
@@ -18,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fairgate_hosts.cm.core import CMEntry
 from fairgate_hosts.cm.protocol import default_socket_path
 
 
@@ -37,6 +42,7 @@ class CMClient:
         self.app_notify: dict[int, Callable[[int], None]] = {}
         self.change_rate: dict[int, Callable[[float], None]] = {}
         self.rates: dict[int, float] = {}
+        self.dst_of: dict[int, str] = {}
 
     def close_connection(self) -> None:
         self.sock.close()
@@ -122,6 +128,7 @@ class CMClient:
         change_rate: Callable[[float], None] | None = None,
     ) -> int:
         fid = int(self.call("open", dst=dst, src=src, weight=weight)["flow"])
+        self.dst_of[fid] = dst
         if app_notify:
             self.app_notify[fid] = app_notify
         if change_rate:
@@ -160,3 +167,45 @@ class CMClient:
         self.call("close", flow=flow)
         self.app_notify.pop(flow, None)
         self.change_rate.pop(flow, None)
+        self.dst_of.pop(flow, None)
+
+    # ------------------------------------------------------------------ the paper's names
+    def cm_open(
+        self,
+        src: str,
+        dst: str,
+        *,
+        weight: float = 1.0,
+        app_notify: Callable[[int], None] | None = None,
+        change_rate: Callable[[float], None] | None = None,
+    ) -> int:
+        """``cm_id cm_open(addr src, addr dst)`` (Fig. 8)."""
+        return self.open(dst, src, weight, app_notify, change_rate)
+
+    def cm_request(
+        self, cm_id: int, nbytes: int, minbytes: int | None = None, latency: float | None = None
+    ) -> None:
+        """``cm_request(id, nbytes, minbytes, latency)``: see ``core.cm_request``."""
+        if minbytes is not None and not 0 < minbytes <= nbytes:
+            raise ValueError("minbytes must be in 1..nbytes")
+        if latency is not None and latency < 0:
+            raise ValueError("latency must be >= 0")
+        self.request(cm_id, nbytes)
+
+    def cm_notify(self, cm_id: int, nsent: int) -> None:
+        self.notify(cm_id, nsent)
+
+    def cm_update(self, cm_id: int, nrecd: int, loss_occurred: bool, rtt: float | None) -> None:
+        """``cm_update(id, nrecd, loss_occurred, rtt)`` with ``rtt`` in seconds."""
+        self.update(cm_id, nrecd, loss_occurred, None if rtt is None else int(rtt * 1e6))
+
+    def cm_query(self, dst: str) -> CMEntry:
+        """``cm_query(cm_entry *entry, addr dst)``, through a flow this client has to dst."""
+        flow = next((f for f, d in self.dst_of.items() if d == dst), None)
+        if flow is None:
+            raise CMError(f"no open flow to {dst}: cm_open one first")
+        q = self.query(flow)
+        return CMEntry(dst, q["macroflow_rate_Bps"], q["srtt_us"] / 1e6, q["rttvar_us"] / 1e6)
+
+    def cm_close(self, cm_id: int) -> None:
+        self.close(cm_id)

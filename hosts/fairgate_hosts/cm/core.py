@@ -20,7 +20,7 @@ from typing import Any
 
 from fairgate_hosts.cm.aimd import AimdRate
 from fairgate_hosts.cm.probe import ProbeBook
-from fairgate_hosts.cm.scheduler import WeightedRoundRobin
+from fairgate_hosts.cm.scheduler import HierarchicalRoundRobin
 from fairgate_hosts.receiver import PROBE_COUNT
 from fairgate_hosts.wire import RATE_UNLIMITED, u32, unwrap
 from fairgate_p4 import generated as g
@@ -46,6 +46,18 @@ class SendProbe:
 
 
 Event = AppNotify | ChangeRate | SendProbe
+
+
+@dataclass(frozen=True, slots=True)
+class CMEntry:
+    """``struct cm_entry`` of the paper's Fig. 8: what ``cm_query`` fills in."""
+
+    dst: str
+    rate: float  # bytes/s: the macroflow's sustainable rate
+    mean_rtt: float  # seconds (smoothed RTT)
+    rttvar: float  # seconds
+
+
 AppNotifyCb = Callable[[int], None]
 ChangeRateCb = Callable[[float], None]
 
@@ -81,7 +93,7 @@ class _Flow:
 class Macroflow:
     dst: str
     aimd: AimdRate
-    sched: WeightedRoundRobin
+    sched: HierarchicalRoundRobin
     probes: ProbeBook = field(default_factory=ProbeBook)
     flows: set[int] = field(default_factory=set)
     credit: float = 0.0
@@ -124,7 +136,7 @@ class CongestionManager:
                 max_rate_Bps=c.max_rate_Bps,
                 init_rtt_us=c.init_rtt_us,
             )
-            mf = self.macroflows[dst] = Macroflow(dst, aimd, WeightedRoundRobin(quantum=c.mss))
+            mf = self.macroflows[dst] = Macroflow(dst, aimd, HierarchicalRoundRobin())
         fid = next(self._ids)
         self.flows[fid] = _Flow(fid, src, dst, weight, app_notify, change_rate)
         mf.flows.add(fid)
@@ -212,6 +224,69 @@ class CongestionManager:
         flow = self._flow(fid)
         self.macroflows[flow.dst].sched.set_weight(fid, weight)
         flow.weight = weight
+
+    # ------------------------------------------------------------------ the paper's names
+    # Fig. 8 of Balakrishnan, Rahul, Seshan (SIGCOMM 1999), with ``now_us`` added because
+    # this core is sans-IO. The methods above are the same calls with Pythonic names.
+    def cm_open(
+        self,
+        src: str,
+        dst: str,
+        *,
+        weight: float = 1.0,
+        app_notify: AppNotifyCb | None = None,
+        change_rate: ChangeRateCb | None = None,
+        now_us: int = 0,
+    ) -> int:
+        """``cm_id cm_open(addr src, addr dst)``; callbacks ``app_notify(nallowed)`` and
+        ``change_rate(rate)`` are registered with the flow."""
+        return self.open(src, dst, weight, app_notify, change_rate, now_us)
+
+    def cm_request(
+        self,
+        cm_id: int,
+        nbytes: int,
+        minbytes: int | None = None,
+        latency: float | None = None,
+        *,
+        now_us: int = 0,
+    ) -> list[Event]:
+        """``cm_request(id, nbytes, minbytes, latency)``. Grants come one MSS at a time as
+        soon as the rate allows, which satisfies any ``minbytes`` up to one MSS; ``latency``
+        (seconds the application can wait) is accepted and checked, not used."""
+        if minbytes is not None and not 0 < minbytes <= nbytes:
+            raise ValueError("minbytes must be in 1..nbytes")
+        if latency is not None and latency < 0:
+            raise ValueError("latency must be >= 0")
+        return self.request(cm_id, nbytes, now_us)
+
+    def cm_notify(self, cm_id: int, nsent: int, *, now_us: int = 0) -> list[Event]:
+        """``cm_notify(id, nsent)``: ``nsent`` bytes went out."""
+        return self.notify(cm_id, nsent, now_us)
+
+    def cm_update(
+        self,
+        cm_id: int,
+        nrecd: int,
+        loss_occurred: bool,
+        rtt: float | None,
+        *,
+        now_us: int = 0,
+    ) -> list[Event]:
+        """``cm_update(id, nrecd, loss_occurred, rtt)`` with ``rtt`` in seconds."""
+        rtt_us = None if rtt is None else int(rtt * 1e6)
+        return self.update(cm_id, nrecd, loss_occurred, rtt_us, now_us)
+
+    def cm_query(self, dst: str) -> CMEntry:
+        """``cm_query(cm_entry *entry, addr dst)``: the macroflow to ``dst``."""
+        mf = self.macroflows.get(dst)
+        if mf is None:
+            raise KeyError(f"no macroflow to {dst}")
+        return CMEntry(dst, mf.rate_Bps, mf.aimd.srtt_us / 1e6, mf.aimd.rtt.rttvar_us / 1e6)
+
+    def cm_close(self, cm_id: int, *, now_us: int = 0) -> list[Event]:
+        """``cm_close(id)``: the flow's share goes back to the macroflow's other flows."""
+        return self.close(cm_id, now_us)
 
     # ------------------------------------------------------------------ probes
     def on_probe_response(self, dst: str, data: bytes, now_us: int) -> list[Event]:

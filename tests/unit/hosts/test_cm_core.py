@@ -7,7 +7,7 @@ import pytest
 from fairgate_hosts.cm.aimd import AimdRate
 from fairgate_hosts.cm.core import AppNotify, ChangeRate, CMConfig, CongestionManager, SendProbe
 from fairgate_hosts.cm.probe import ProbeBook
-from fairgate_hosts.cm.scheduler import WeightedRoundRobin
+from fairgate_hosts.cm.scheduler import HierarchicalRoundRobin
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_p4 import generated as g
 from fairgate_p4.header import RateHeader
@@ -122,7 +122,7 @@ def test_probe_bookkeeping_with_lost_probes_and_responses() -> None:
 
 
 def test_scheduler_shares_by_weight() -> None:
-    s = WeightedRoundRobin(quantum=MSS)
+    s = HierarchicalRoundRobin()
     for fid, w in ((1, 1.0), (2, 2.0), (3, 5.0)):
         s.add(fid, w)
         s.request(fid, 10_000_000)
@@ -222,3 +222,31 @@ def test_aging_never_faster_than_the_floor() -> None:
     assert a.age(10_000, active=True) == 1
     assert a.age(19_999, active=True) == 0
     assert a.age(30_000, active=True) == 2
+
+
+def test_the_papers_api_names_drive_the_same_core() -> None:
+    """Fig. 8: cm_open / cm_request / cm_notify / cm_update / cm_query / cm_close, with the
+    app_notify and change_rate callbacks."""
+    cm = CongestionManager(CMConfig(mss=MSS, initial_rate_Bps=100_000, probing=False))
+    allowed: list[int] = []
+    rates: list[float] = []
+    cid = cm.cm_open("h1", "h2", app_notify=allowed.append, change_rate=rates.append)
+    assert rates == [pytest.approx(100_000)]
+    cm.cm_request(cid, 3 * MSS, minbytes=MSS, latency=0.1, now_us=0)
+    now = 0
+    while sum(allowed) < 3 * MSS:
+        now = cm.next_deadline(now)
+        cm.tick(now)
+    assert allowed == [MSS, MSS, MSS]
+    cm.cm_notify(cid, 3 * MSS, now_us=now)
+    cm.cm_update(cid, 3 * MSS, False, 0.05, now_us=now)
+    entry = cm.cm_query("h2")
+    assert (entry.dst, entry.mean_rtt) == ("h2", pytest.approx(0.05))
+    assert entry.rate == pytest.approx(cm.query(cid)["macroflow_rate_Bps"])
+    cm.cm_update(cid, 0, True, 0.05, now_us=now + 100_000)  # a loss halves the rate
+    assert cm.cm_query("h2").rate == pytest.approx(entry.rate / 2, rel=0.01)
+    with pytest.raises(ValueError):
+        cm.cm_request(cid, 100, minbytes=0)
+    cm.cm_close(cid)
+    with pytest.raises(KeyError):
+        cm.cm_query("h2")

@@ -97,3 +97,26 @@ def test_daemon_survives_malformed_requests(daemon: Path) -> None:
         cm.close_connection()
         time.sleep(0.1)
         assert other.call("ping")["flows"] == 0  # a closed connection closes its flows
+
+
+def test_daemon_with_the_papers_names(daemon: Path) -> None:
+    got: list[int] = []
+    with CMClient(daemon) as cm:
+        with pytest.raises(CMError, match=r"no open flow to 10\.0\.0\.9"):
+            cm.cm_query("10.0.0.9")
+        cid = cm.cm_open("10.0.0.1", "10.0.0.9", app_notify=got.append)
+        cm.cm_request(cid, 6000, minbytes=1000, latency=0.05)
+        deadline = time.monotonic() + 3
+        while sum(got) < 6000 and time.monotonic() < deadline:
+            cm.poll(0.05)
+        assert sum(got) == 6000
+        cm.cm_notify(cid, 6000)
+        cm.cm_update(cid, 6000, False, 0.03)
+        entry = cm.cm_query("10.0.0.9")
+        assert entry.dst == "10.0.0.9" and entry.mean_rtt == pytest.approx(0.03)
+        assert entry.rate > 0
+        with pytest.raises(ValueError):
+            cm.cm_request(cid, 100, minbytes=200)
+        cm.cm_close(cid)
+        with pytest.raises(CMError):
+            cm.cm_query("10.0.0.9")
