@@ -314,8 +314,11 @@ class SwitchAgent:
                 )
             return
         stale = {p: k for p, (k, _c) in self.feedback.items() if on_switch.get(p, (k,))[0] != k}
-        for port in on_switch:
-            self.rate_ctl.pop(port, None)  # re-created from the switch's rate
+        for port, (kbps, _c) in on_switch.items():
+            if self.feedback.get(port, (None,))[0] != kbps:
+                # Re-created from the switch's rate; a controller whose rate the
+                # switch holds (a refused request, a reconnect) keeps its state.
+                self.rate_ctl.pop(port, None)
         self.feedback.update(on_switch)
         LOG.info(
             "%s: continuing from the rates on the switch: %s%s",

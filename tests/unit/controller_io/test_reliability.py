@@ -294,3 +294,26 @@ def test_controller_waits_loudly_reconnects_fast_and_names_unreachable_switches(
                 await ctl
 
     run(scenario())
+
+
+def test_reinstall_keeps_the_algorithm_state_when_the_switch_holds_our_rates() -> None:
+    """A refused request or a reconnect re-runs install: the switch holds what
+    we wrote, so each port keeps its controller (and, e.g., Lestas's N_hat)."""
+    topo = parse(dumbbell())
+    agent = SwitchAgent(topo.switches["s1"], topo, ControlConfig(algo="lestas"), Recorder())
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            await agent.install(sw)
+            before = dict(agent.rate_ctl)
+            await agent.install(sw)
+            assert all(agent.rate_ctl[p] is before[p] for p in before)
+            # Someone else changed port 3's rate: only that port restarts from it.
+            await sw.modify([ent.feedback_entry(BOTTLENECK, 555, False)])
+            await agent.install(sw)
+            assert agent.rate_ctl[BOTTLENECK] is not before[BOTTLENECK]
+            assert agent.rate_ctl[BOTTLENECK].rate_Bps == pytest.approx(555 * 1000 / 8)
+            assert all(agent.rate_ctl[p] is before[p] for p in before if p != BOTTLENECK)
+
+    run(scenario())
