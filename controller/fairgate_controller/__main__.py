@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from fairgate_controller.agent import ControlConfig
 from fairgate_controller.ficcrd import FiccrdConfig
@@ -37,8 +38,15 @@ def period_arg(text: str) -> float | None:
     return value
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Argument errors are one line (no usage block) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"fairgate_controller: {message} (see --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m fairgate_controller",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -131,6 +139,14 @@ def parser() -> argparse.ArgumentParser:
         "device_id in the topology; BMv2 uses 0)",
     )
     p.add_argument(
+        "--switch-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="after this long, log an error naming every switch not yet reached "
+        "(the controller keeps driving the others and keeps trying; default: 10)",
+    )
+    p.add_argument(
         "--records",
         type=Path,
         default=None,
@@ -149,6 +165,24 @@ def parser() -> argparse.ArgumentParser:
         help="(default: INFO)",
     )
     return p
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """What argparse's types do not check; ValueError names the option."""
+    if not args.election_id >= 1:
+        raise ValueError(f"--election-id must be >= 1 (P4Runtime), got {args.election_id}")
+    if args.device_id is not None and args.device_id < 0:
+        raise ValueError(f"--device-id must be >= 0, got {args.device_id}")
+    if not args.ficcrd_k >= 1:
+        raise ValueError(f"--ficcrd-k must be >= 1, got {args.ficcrd_k}")
+    if args.switch_timeout is not None and not args.switch_timeout > 0:
+        raise ValueError(f"--switch-timeout must be > 0 s, got {args.switch_timeout}")
+    if args.records is not None:
+        if args.records.is_dir():
+            raise ValueError(f"--records {args.records}: is a directory, not a file")
+        parent = args.records.parent
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"--records {args.records}: {parent} is not a directory")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,13 +206,24 @@ def main(argv: list[str] | None = None) -> int:
             if args.ficcrd
             else None,
         )
+        check_arguments(args)
     except (TopologyError, ValueError) as exc:
         print(f"fairgate_controller: {exc}", file=sys.stderr)
         return 2
     from fairgate_controller.app import run
 
     live = sys.stdout.isatty() if args.live is None else args.live
-    asyncio.run(run(topo, config, args.election_id, args.records, args.device_id, live))
+    asyncio.run(
+        run(
+            topo,
+            config,
+            args.election_id,
+            args.records,
+            args.device_id,
+            live,
+            switch_timeout_s=args.switch_timeout,
+        )
+    )
     return 0
 
 

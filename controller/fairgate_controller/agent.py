@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from finsy.proto import p4r
 from fairgate_controller import entities as ent
 from fairgate_controller import ficcrd as fc
 from fairgate_controller.algorithms import (
+    HoldWhenIdle,
     LestasController,
     QfcpController,
     RateController,
@@ -49,6 +51,7 @@ from fairgate_controller.telemetry import (
     queue_overflow,
     rtt_buckets,
 )
+from fairgate_controller.thrift_cli import QueueSetting, SwitchCliError
 from fairgate_controller.topology import PortSpec, SwitchSpec, Topology
 from fairgate_p4 import generated as g
 from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
@@ -88,19 +91,28 @@ class ControlConfig:
             raise ValueError("need 0 < period_min <= period_max")
         if not self.session_window_s > 0:
             raise ValueError("session window must be > 0 s")
+        if not self.min_rate_kbps > 0:
+            raise ValueError(f"--min-rate must be > 0 kbit/s, got {self.min_rate_kbps}")
+        if not (math.isfinite(self.q_ref_pkts) and self.q_ref_pkts >= 0):
+            raise ValueError(f"--q-ref must be a finite number >= 0, got {self.q_ref_pkts}")
+        if not self.meter_burst >= 1:
+            raise ValueError(f"meter burst must be >= 1, got {self.meter_burst}")
 
     def rate_controller(self, port: PortSpec, initial_Bps: float | None) -> RateController | None:
         common: dict[str, Any] = {
             "min_rate_Bps": kbps_to_Bps(self.min_rate_kbps),
             "initial_rate_Bps": initial_Bps,
         }
+        ctl: RateController
         if self.algo == "qfcp":
-            return QfcpController(port.capacity_Bps, **common)
-        if self.algo == "rcp":
-            return RcpController(port.capacity_Bps, **common)
-        if self.algo == "lestas":
-            return LestasController(port.capacity_Bps, q_ref_bytes=self.q_ref_pkts * 1500, **common)
-        return None
+            ctl = QfcpController(port.capacity_Bps, **common)
+        elif self.algo == "rcp":
+            ctl = RcpController(port.capacity_Bps, **common)
+        elif self.algo == "lestas":
+            ctl = LestasController(port.capacity_Bps, q_ref_bytes=self.q_ref_pkts * 1500, **common)
+        else:
+            return None
+        return HoldWhenIdle(ctl)  # outages hold the rate (algorithms/idle.py)
 
     def queue_target_pkts(self) -> float | None:
         """The queue the rate algorithm regulates to, in packets (of 1500 B, the
@@ -130,6 +142,8 @@ class SwitchAgent:
     recorder: Recorder
     clock: Callable[[], float] = time.monotonic
     wall: Callable[[], float] = time.time
+    # Sets the switch's egress queues (thrift port, settings); None: leave them.
+    queue_setter: Callable[[int, list[QueueSetting]], None] | None = None
     rate_ctl: dict[int, RateController] = field(default_factory=dict)
     session_ctl: dict[int, SessionController] = field(default_factory=dict)
     feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
@@ -139,6 +153,8 @@ class SwitchAgent:
     periods: int = 0
     resets: int = 0
     errors: int = 0
+    queues_pending: bool = False
+    queue_restores: int = 0
 
     def __post_init__(self) -> None:
         self.ports = self.topo.switch_ports(self.spec.name)
@@ -155,14 +171,21 @@ class SwitchAgent:
     # ---- connection ----------------------------------------------------------
     async def ready(self, sw: fy.Switch) -> None:
         """finsy ready handler: runs until the channel goes down or we lose mastership."""
+        configured = sw.options.initial_election_id
         if not sw.is_primary:
             LOG.warning(
-                "%s: backup controller (election id %d, primary %d): not writing",
+                "%s: backup controller (our election id %d, the primary's %d): not writing",
                 self.spec.name,
                 sw.election_id,
                 sw.primary_id,
             )
             return
+        LOG.info(
+            "%s: primary controller (election id %d%s): reading the switch before writing",
+            self.spec.name,
+            sw.election_id,
+            "" if sw.election_id == configured else f", configured {configured}",
+        )
         installed = False
         self.prev = None
         while True:
@@ -173,6 +196,8 @@ class SwitchAgent:
                     installed = True
                 else:
                     await self.step(sw)
+                if self.queues_pending:
+                    await self.restore_queues()
             except fy.P4ClientError as exc:
                 # Keep controlling: log what the switch refused, then reconcile the
                 # tables again next period (someone may have changed them) and
@@ -184,6 +209,51 @@ class SwitchAgent:
                     "%s: P4Runtime request refused, retrying next period: %s", self.spec.name, exc
                 )
             await asyncio.sleep(max(0.0, self.period_s - (self.clock() - started)))
+
+    def queue_settings(self) -> list[QueueSetting]:
+        """The egress queues this switch must hold (host ports and links' data ends)."""
+        return [
+            (p.port, p.queue_rate_pps, p.queue_depth)
+            for p in self.ports
+            if p.queue_end and (p.queue_rate_pps is not None or p.queue_depth is not None)
+        ]
+
+    async def restore_queues(self) -> bool:
+        """Set the egress queue rate and depth over Thrift (BMv2 forgets them on
+        a restart, and P4Runtime cannot set them). On failure, log it and try
+        again next period."""
+        settings = self.queue_settings()
+        thrift = self.spec.thrift_port
+        if not settings or thrift is None or self.queue_setter is None:
+            self.queues_pending = False
+            return True
+        first_try = not self.queues_pending
+        try:
+            await asyncio.to_thread(self.queue_setter, thrift, settings)
+        except (SwitchCliError, OSError, subprocess.SubprocessError) as exc:
+            if first_try:
+                LOG.error(
+                    "%s: could not set the egress queues over Thrift (port %d), retrying "
+                    "every period: %s",
+                    self.spec.name,
+                    thrift,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                )
+            self.queues_pending = True
+            return False
+        self.queues_pending = False
+        self.queue_restores += 1
+        LOG.info(
+            "%s: egress queues set over Thrift (port %d): %s",
+            self.spec.name,
+            thrift,
+            "; ".join(
+                f"port {port}: {'-' if rate is None else rate} pkt/s, "
+                f"depth {'-' if depth is None else depth} pkts"
+                for port, rate, depth in settings
+            ),
+        )
+        return True
 
     async def install(self, sw: fy.Switch) -> None:
         current = [e async for e in sw.read([fy.P4TableEntry(t) for t in self.owned_tables])]
@@ -211,6 +281,7 @@ class SwitchAgent:
             ent.meter_entry(p, self.admit.get(p), self.config.meter_burst) for p in self.windows
         ]
         await sw.modify(meters)
+        await self.restore_queues()
         LOG.info(
             "%s: installed %d, modified %d, deleted %d entries; %d meters",
             self.spec.name,
@@ -221,20 +292,40 @@ class SwitchAgent:
         )
 
     def _seed_from_switch(self, current: list[Any]) -> None:
-        """A restarted controller continues from the rates the switch holds."""
-        if self.feedback:
-            return
+        """Whenever we (re)gain a switch, the rates it holds win over ours.
+
+        A restarted controller has none of its own; a former primary that takes
+        over again has stale ones (another controller wrote since): both continue
+        from the switch's, and the rate controllers of those ports restart from
+        them. Only a switch that holds no rates (it restarted) gets ours back.
+        """
+        on_switch: dict[int, tuple[int, bool]] = {}
         for entry in current:
             if entry.table_id == g.TABLE_PORT_FEEDBACK and entry.match and entry.action:
                 port = int(entry.match["egress_port"])
                 args = entry.action.args
-                self.feedback[port] = (int(args["fair_rate_kbps"]), bool(args["congested"]))
-        if self.feedback:
-            LOG.info(
-                "%s: continuing from the rates on the switch: %s",
-                self.spec.name,
-                {p: k for p, (k, _c) in sorted(self.feedback.items())},
-            )
+                on_switch[port] = (int(args["fair_rate_kbps"]), bool(args["congested"]))
+        if not on_switch:
+            if self.feedback:
+                LOG.info(
+                    "%s: the switch holds no rates (restarted?): restoring ours %s",
+                    self.spec.name,
+                    {p: k for p, (k, _c) in sorted(self.feedback.items())},
+                )
+            return
+        stale = {p: k for p, (k, _c) in self.feedback.items() if on_switch.get(p, (k,))[0] != k}
+        for port, (kbps, _c) in on_switch.items():
+            if self.feedback.get(port, (None,))[0] != kbps:
+                # Re-created from the switch's rate; a controller whose rate the
+                # switch holds (a refused request, a reconnect) keeps its state.
+                self.rate_ctl.pop(port, None)
+        self.feedback.update(on_switch)
+        LOG.info(
+            "%s: continuing from the rates on the switch: %s%s",
+            self.spec.name,
+            {p: k for p, (k, _c) in sorted(on_switch.items())},
+            f" (ours were {dict(sorted(stale.items()))})" if stale else "",
+        )
 
     def ensure_controllers(self) -> None:
         """Create the per-port rate and session controllers (seeded from the

@@ -6,20 +6,34 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import finsy as fy
 
 from fairgate_controller.agent import ControlConfig, SwitchAgent
+from fairgate_controller.liveness import tune_finsy, watch
 from fairgate_controller.records import Recorder
+from fairgate_controller.thrift_cli import QueueSetting, set_queues
 from fairgate_controller.topology import Topology
 from fairgate_p4 import artifacts
 
 LOG = logging.getLogger("fairgate.controller")
 
 
-def build_agents(topo: Topology, config: ControlConfig, recorder: Recorder) -> list[SwitchAgent]:
-    return [SwitchAgent(spec, topo, config, recorder) for spec in topo.switches.values()]
+QueueSetter = Callable[[int, list[QueueSetting]], None]
+
+
+def build_agents(
+    topo: Topology,
+    config: ControlConfig,
+    recorder: Recorder,
+    queue_setter: QueueSetter | None = set_queues,
+) -> list[SwitchAgent]:
+    return [
+        SwitchAgent(spec, topo, config, recorder, queue_setter=queue_setter)
+        for spec in topo.switches.values()
+    ]
 
 
 def build_switches(
@@ -48,13 +62,18 @@ async def run(
     records: Path | None,
     device_id: int | None = None,
     live: bool = False,
+    switch_timeout_s: float = 10.0,
+    queue_setter: QueueSetter | None = set_queues,
 ) -> None:
     recorder = Recorder(records)
-    agents = build_agents(topo, config, recorder)
-    controller = fy.Controller(build_switches(agents, election_id, device_id=device_id))
+    agents = build_agents(topo, config, recorder, queue_setter)
+    tune_finsy()
+    switches = build_switches(agents, election_id, device_id=device_id)
+    controller = fy.Controller(switches)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, controller.stop)
+    watcher = asyncio.create_task(watch(switches, switch_timeout_s))
     view = None
     if live:
         from fairgate_controller.live import LiveView
@@ -68,5 +87,8 @@ async def run(
     except asyncio.CancelledError:
         pass
     finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
         recorder.close()
         LOG.info("controller stopped; the switches keep the last rates")

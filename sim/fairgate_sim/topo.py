@@ -112,7 +112,7 @@ class NetBuilder:
             "switches": [
                 {
                     "name": s,
-                    "grpc_addr": f"sim:{i}",
+                    "grpc_addr": f"sim:{i + 1}",
                     "device_id": 0,
                     "mac": f"02:fa:00:00:00:{i + 1:02x}",
                 }

@@ -14,6 +14,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = "needs root (sudo make test)"
     elif shutil.which(os.environ.get("SWITCH", "simple_switch_grpc")) is None:
         reason = "simple_switch_grpc not found: install p4lang's BMv2 (README)"
+    elif shutil.which("nft") is None:
+        reason = "nft not found: make deps (installs nftables, which isolates switch ports)"
     else:
         try:
             import mininet.net  # noqa: F401

@@ -9,6 +9,7 @@ waits until gRPC answers, and is stopped by that PID only.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -47,6 +48,76 @@ def wait_for_port(port: int, pid: int, timeout_s: float, host: str = "127.0.0.1"
 def offloads_off(run: Any, intf: str) -> None:
     """BMv2 silently loses bursts on veths with offloads on: turn them off."""
     run(f"ethtool -K {intf} {' '.join(f'{o} off' for o in OFFLOADS)} >/dev/null 2>&1")
+
+
+def isolation_sysctls(intf: str) -> list[str]:
+    """Sysctls that keep the root namespace's own IP stack deaf on a switch port.
+
+    BMv2 cannot bind its Thrift server to loopback (simple_switch_grpc 1.15.5
+    has ``--thrift-port`` only and listens on every address, IPv4 and IPv6).
+    The switch's interfaces live in the root namespace, whose kernel also sees
+    every frame a lab host sends: a host that routes an address of the root
+    namespace (e.g. eth0's) onto its link, or uses the interface's IPv6
+    link-local address, would reach Thrift and the controller's ports. BMv2
+    reads the interfaces with raw sockets, so the kernel needs none of this:
+    no IPv6 on them, no ARP answers, and strict reverse-path filtering (no
+    route leads back out of a switch port, so every IPv4 packet a host sends
+    to the root namespace is dropped). docs/reliability.md has the threat model.
+    """
+    return [
+        f"net.ipv6.conf.{intf}.disable_ipv6=1",
+        f"net.ipv4.conf.{intf}.rp_filter=1",
+        f"net.ipv4.conf.{intf}.arp_ignore=8",
+        f"net.ipv4.conf.{intf}.accept_local=0",
+        f"net.ipv4.conf.{intf}.route_localnet=0",
+    ]
+
+
+def isolate_intf(run: Any, intf: str) -> None:
+    """Apply ``isolation_sysctls`` (a switch port: the root namespace's end)."""
+    run(f"sysctl -qw {' '.join(isolation_sysctls(intf))}")
+
+
+def isolation_ruleset(table: str, intfs: list[str]) -> str:
+    """An nftables netdev table that drops every frame entering the root
+    namespace's stack from `intfs`. The netdev ingress hook runs after the
+    packet taps (BMv2's capture sockets still get every frame) and before
+    ARP, IPv4 and IPv6: the kernel never answers a lab host on a switch port,
+    whatever routes either side has."""
+    chains = "".join(
+        f"  chain in_{re.sub(r'[^A-Za-z0-9_]', '_', intf)} {{\n"
+        f'    type filter hook ingress device "{intf}" priority 0; policy drop;\n'
+        "  }\n"
+        for intf in intfs
+    )
+    return f"table netdev {table} {{\n{chains}}}\n"
+
+
+def nft_path() -> str:
+    path = shutil.which("nft")
+    if path is None:
+        raise RuntimeError(
+            "nft not found: make deps installs nftables (it keeps lab hosts away from the "
+            "switches' management ports, docs/reliability.md)"
+        )
+    return path
+
+
+def isolate_ports(table: str, intfs: list[str]) -> None:
+    """(Re)create `table` for `intfs` (an existing table of that name is replaced)."""
+    script = f"table netdev {table}\ndelete table netdev {table}\n"
+    script += isolation_ruleset(table, intfs)
+    proc = subprocess.run(
+        [nft_path(), "-f", "-"], input=script, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"nft could not isolate {', '.join(intfs)}: {proc.stderr.strip()}")
+
+
+def release_ports(table: str) -> None:
+    nft = shutil.which("nft")
+    if nft is not None:
+        subprocess.run([nft, "delete", "table", "netdev", table], capture_output=True, check=False)
 
 
 class Bmv2Switch(Switch):
@@ -95,11 +166,20 @@ class Bmv2Switch(Switch):
         cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", "255"]
         return cmd
 
+    @property
+    def nft_table(self) -> str:
+        return f"fairgate_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}"
+
+    def ports_intfs(self) -> list[str]:
+        return [i.name for p, i in sorted(self.intfs.items()) if p > 0 and i.name != "lo"]
+
     def start(self, controllers: list[Any]) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for port, intf in self.intfs.items():
-            if port > 0:
-                offloads_off(self.cmd, intf.name)
+        for name in self.ports_intfs():
+            offloads_off(self.cmd, name)
+            isolate_intf(self.cmd, name)
+        if self.ports_intfs():
+            isolate_ports(self.nft_table, self.ports_intfs())
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -128,6 +208,7 @@ class Bmv2Switch(Switch):
 
     def stop(self, deleteIntfs: bool = True) -> None:
         self.stop_process()
+        release_ports(self.nft_table)
         super().stop(deleteIntfs)
 
     def restart(self) -> None:

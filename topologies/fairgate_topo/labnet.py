@@ -188,6 +188,7 @@ class LabTopology:
                     x.rate_pps,
                     x.depth,
                     x.admission,
+                    queue_end=peer is not None,
                 )
         return topo
 

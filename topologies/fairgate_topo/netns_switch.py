@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from fairgate_topo.bmv2 import OFFLOADS, free_tcp_port, wait_for_port
+from fairgate_topo.bmv2 import OFFLOADS, free_tcp_port, isolation_sysctls, wait_for_port
 from fairgate_topo.switch_cli import run_switch_cli
 
 
@@ -85,7 +85,7 @@ class NetnsSwitch:
             self._created.append(sw)
             _ip("link", "set", host, "netns", self.namespace)
             _ip("link", "set", sw, "up")
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{sw}.disable_ipv6=1"], check=False)
+            subprocess.run(["sysctl", "-qw", *isolation_sysctls(sw)], check=False)
             self.run_in_ns(["ip", "link", "set", host, "up"])
             subprocess.run(["ethtool", "-K", sw, *offloads], capture_output=True, check=False)
             self.run_in_ns(["ethtool", "-K", host, *offloads], check=False)

@@ -1,56 +1,5 @@
-"""BMv2's Thrift CLI (simple_switch_CLI), for what P4Runtime does not cover:
-egress queue rate (packets/s) and depth (packets).
+"""BMv2's Thrift CLI for the labs: the controller's module (one copy), re-exported."""
 
-simple_switch_CLI is a Python script started with whatever `python3` is first
-on PATH; that interpreter may lack the `thrift` module even when Debian's
-python3-thrift is installed. We run the script with our own interpreter
-(the project venv sees Debian's dist-packages), which always has it after
-`make deps`.
-"""
+from fairgate_controller.thrift_cli import SwitchCliError, cli_path, run_switch_cli, set_queue
 
-from __future__ import annotations
-
-import os
-import shutil
-import subprocess
-import sys
-
-
-class SwitchCliError(RuntimeError):
-    pass
-
-
-def cli_path() -> str:
-    name = os.environ.get("SWITCH_CLI", "simple_switch_CLI")
-    path = shutil.which(name)
-    if path is None:
-        raise SwitchCliError(f"{name} not found: install p4lang's BMv2 (README)")
-    return path
-
-
-def run_switch_cli(thrift_port: int, commands: list[str], timeout_s: float = 30.0) -> str:
-    """Run CLI commands against the switch on `thrift_port`; raise on any error."""
-    text = "\n".join(commands) + "\n"
-    proc = subprocess.run(
-        [sys.executable, cli_path(), "--thrift-port", str(thrift_port)],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    if proc.returncode != 0 or "Error" in proc.stdout or "Traceback" in proc.stderr:
-        raise SwitchCliError(
-            f"simple_switch_CLI {commands} on port {thrift_port} failed: {proc.stdout}{proc.stderr}"
-        )
-    return proc.stdout
-
-
-def set_queue(thrift_port: int, port: int, rate_pps: int | None, depth: int | None) -> None:
-    """Egress queue of `port`: rate in packets/s (0 = unlimited), depth in packets."""
-    commands = []
-    if rate_pps is not None:
-        commands.append(f"set_queue_rate {rate_pps} {port}")
-    if depth is not None:
-        commands.append(f"set_queue_depth {depth} {port}")
-    if commands:
-        run_switch_cli(thrift_port, commands)
+__all__ = ["SwitchCliError", "cli_path", "run_switch_cli", "set_queue"]

@@ -5,6 +5,7 @@ No I/O, no clock, no threads: time and measurements are inputs.
 
 from .changedetect import RelativeCusum
 from .common import RateController, RateDecision, RateLimits
+from .idle import HoldWhenIdle
 from .lestas import LestasController
 from .measure import PortMeasurement
 from .qfcp import QfcpController
@@ -12,6 +13,7 @@ from .rcp import RcpController
 from .session import Phase, ProbeResult, SessionController, SessionParams
 
 __all__ = [
+    "HoldWhenIdle",
     "LestasController",
     "Phase",
     "PortMeasurement",

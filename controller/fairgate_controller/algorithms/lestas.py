@@ -109,6 +109,10 @@ class LestasController:
         """The RTT (and control delay) the controller currently uses."""
         return self._d
 
+    def reset_rate(self, rate_Bps: float) -> None:
+        """Continue from `rate_Bps` as if it had been advertised last (outage rule)."""
+        self._p = max(self._limits.min_rate_Bps, check_positive("rate_Bps", rate_Bps))
+
     def update(self, m: PortMeasurement) -> RateDecision:
         c = m.capacity_Bps
         if m.rtt_mean_s is not None and m.rtt_mean_s > 0:

@@ -52,6 +52,10 @@ class QfcpController:
     def rate_Bps(self) -> float:
         return self._rate
 
+    def reset_rate(self, rate_Bps: float) -> None:
+        """Continue from `rate_Bps` as if it had been advertised last (outage rule)."""
+        self._rate = max(self._limits.min_rate_Bps, check_positive("rate_Bps", rate_Bps))
+
     def update(self, m: PortMeasurement) -> RateDecision:
         c = m.capacity_Bps
         t = rtt_or(m, m.period_s, self._min_rtt_s)

@@ -67,10 +67,11 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
 
     # ---- server --------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def serve(self) -> AsyncIterator[FakeP4Runtime]:
+    async def serve(self, port: int = 0) -> AsyncIterator[FakeP4Runtime]:
+        """Listen on 127.0.0.1:`port` (0: any free port)."""
         self.server = grpc.aio.server()
         p4r_grpc.add_P4RuntimeServicer_to_server(self, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
         await self.server.start()
         try:
             yield self

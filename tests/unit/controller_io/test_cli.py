@@ -74,3 +74,58 @@ def test_records_and_live_table(tmp_path: Path) -> None:
     assert line["nan"] is None and line["rate_kbps"] == 800
     table = render(rec)
     assert table.row_count == 1
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--min-rate", "0"], "--min-rate must be > 0"),
+        (["--q-ref", "nan"], "--q-ref must be a finite number"),
+        (["--election-id", "0"], "--election-id must be >= 1"),
+        (["--device-id", "-1"], "--device-id must be >= 0"),
+        (["--ficcrd-k", "0"], "--ficcrd-k must be >= 1"),
+        (["--switch-timeout", "-1"], "--switch-timeout must be > 0"),
+        (["--period-min", "2", "--period-max", "1"], "need 0 < period_min <= period_max"),
+        (["--election-id", "ten"], "argument --election-id: invalid int value"),
+        (["--records", "."], "--records .: is a directory"),
+    ],
+)
+def test_bad_options_one_line_exit_2(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #16: a bad option is one line on stderr naming it, exit 2."""
+    topo = tmp_path / "t.json"
+    from .test_topology import dumbbell
+
+    topo.write_text(json.dumps(dumbbell()))
+    try:
+        code = main(["--topo", str(topo), *args])
+    except SystemExit as done:
+        code = done.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "content",
+    [None, b"\xff\xfe", b'{"switches": 3}', b'{"switches": [{"name": "s1", "grpc_addr": ":1"}]}'],
+)
+def test_cli_bad_topology_file_one_line_no_traceback(tmp_path: Path, content: bytes | None) -> None:
+    """The real command: one line naming the file, exit 2, no traceback."""
+    import subprocess
+    import sys
+
+    path = tmp_path  # a directory when content is None
+    if content is not None:
+        path = tmp_path / "topo.json"
+        path.write_bytes(content)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fairgate_controller", "--topo", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(f"fairgate_controller: {path}: "), proc.stderr

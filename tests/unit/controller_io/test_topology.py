@@ -164,3 +164,97 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(TopologyError, match=r"bad\.json: not JSON"):
         load(bad)
+
+
+# Issue #16: every malformed file gets one line naming the field, never a traceback.
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d: d.update(switches=3), "'switches' must be a list, got int 3"),
+        (lambda d: d.update(hosts={"h1": {}}), "'hosts' must be a list, got dict"),
+        (lambda d: d.update(links="s1:3-s2:2"), "'links' must be a list, got str"),
+        (lambda d: d["switches"].__setitem__(0, 7), "switches[0]: must be an object"),
+        (lambda d: d["hosts"].__setitem__(0, None), "hosts[0]: must be an object"),
+        (
+            lambda d: d["switches"][0].update(grcp_addr="x"),
+            "switches[0]: unknown key(s) 'grcp_addr'",
+        ),
+        (lambda d: d["hosts"][0].update(capacity=5), "hosts[0]: unknown key(s) 'capacity'"),
+        (lambda d: d["links"][0].update(rate_pps=5), "links[0]: unknown key(s) 'rate_pps'"),
+        (lambda d: d["switches"][0].update(grpc_addr="127.0.0.1"), "grpc_addr must be 'host:port'"),
+        (lambda d: d["switches"][0].update(grpc_addr="127.0.0.1:0"), "port must be 1..65535"),
+        (lambda d: d["switches"][0].update(grpc_addr="127.0.0.1:70000"), "port must be 1..65535"),
+        (lambda d: d["switches"][0].update(grpc_addr="127.0.0.256:5"), "bad IPv4 address"),
+        (lambda d: d["switches"][0].update(grpc_addr="[::g]:5"), "bad IPv6 address"),
+        (lambda d: d["switches"][0].update(grpc_addr="a b:5"), "bad host name"),
+        (lambda d: d["switches"][0].update(thrift_port=-1), "'thrift_port' must be an integer"),
+        (lambda d: d["switches"][0].update(thrift_port=65536), "'thrift_port' must be an integer"),
+        (lambda d: d["switches"][0].update(device_id=-1), "'device_id' must be 0..2^64-1"),
+        (lambda d: d["switches"][0].update(name=""), "switches[0]: 'name' must be non-empty"),
+        (lambda d: d["switches"][0].update(name=5), "switches[0]: 'name' has the wrong type"),
+        (lambda d: d["links"][0].update(capacity_kbps=-10), "capacity_kbps must be a positive"),
+        (lambda d: d["links"][0].update(capacity_kbps=True), "capacity_kbps must be a positive"),
+        (lambda d: d["links"][0].update(capacity_kbps="10"), "capacity_kbps must be a positive"),
+        (lambda d: d["links"][0].update(queue_rate_pps=-5), "'queue_rate_pps' must be an integer"),
+        (lambda d: d["links"][0].update(queue_depth=0), "'queue_depth' must be an integer >= 1"),
+        (lambda d: d["links"][0].update(queue_depth=1.5), "'queue_depth' must be an integer"),
+        (lambda d: d["hosts"][0].update(admission="yes"), "'admission' must be true or false"),
+        (lambda d: d["links"][0].update(b="s1:4"), "links[0]: a link from s1 to itself"),
+        (lambda d: d["hosts"][0].update(port=0), "port must be an integer 1..15"),
+        (lambda d: d["hosts"][0].update(ip=10), "'ip' has the wrong type"),
+        (lambda d: d["switches"][0].update(mac="02:fa:00:00:00"), "bad MAC address"),
+    ],
+)
+def test_malformed_fields_name_the_field(edit: Any, message: str) -> None:
+    with pytest.raises(TopologyError) as err:
+        parse(broken(edit))
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"\xff\xfe{}", "not UTF-8 text (byte 0xff at offset 0)"),
+        (b'{"switches": [{"name": "s\xe9"}]}', "not UTF-8 text (byte 0xe9 at offset 25)"),
+        (b"", "not JSON"),
+        (b"[1, 2]", "the top level must be an object"),
+        (b'{"switches": [], "links": [{"a": "s1:1", "b": "s2:1", "capacity_kbps": NaN}]}', "NaN"),
+        (b'{"links": [{"capacity_kbps": 1e999}]}', "no switches"),
+        (b"[" * 100000 + b"]" * 100000, "not JSON"),
+    ],
+)
+def test_bad_files_name_the_file(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(content)
+    with pytest.raises(TopologyError) as err:
+        load(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: ") and message in text, text
+    assert "\n" not in text
+
+
+def test_a_directory_or_unreadable_file_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(TopologyError, match="is a directory, not a topology file"):
+        load(tmp_path)
+    inf = copy.deepcopy(dumbbell())
+    inf["links"][0]["capacity_kbps"] = 1e999  # JSON's 1e999 parses as infinity
+    path = tmp_path / "inf.json"
+    path.write_text(json.dumps(inf).replace("Infinity", "1e999"))
+    with pytest.raises(TopologyError, match="capacity_kbps must be a positive number"):
+        load(path)
+
+
+def test_link_queue_is_set_on_its_a_end_only_and_round_trips(tmp_path: Path) -> None:
+    doc = dumbbell()
+    link = doc["links"][0]
+    link["a"], link["b"] = link["b"], link["a"]  # data direction s2 -> s1
+    link.update(queue_rate_pps=500, queue_depth=32)
+    topo = parse(doc)
+    a_sw, a_port = link["a"].split(":")
+    b_sw, b_port = link["b"].split(":")
+    assert topo.ports[(a_sw, int(a_port))].queue_end
+    assert not topo.ports[(b_sw, int(b_port))].queue_end
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(topo.to_json()))
+    assert load(path).ports == topo.ports
