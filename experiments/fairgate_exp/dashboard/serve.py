@@ -42,7 +42,8 @@ class Served:
 def serve(
     dash: Dashboard, host: str = "127.0.0.1", port: int = 0, say: Callable[[str], None] = print
 ) -> Served:
-    """Starts uvicorn in a thread on ``host:port`` (0: a free port) and prints the URL."""
+    """Starts uvicorn in a thread on ``host:port`` (0: a free port) and prints the URL;
+    any address but 127.0.0.1/localhost/::1 gets a fresh access token."""
     token = None if host in LOOPBACK else new_token()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
