@@ -96,7 +96,8 @@
     fg.meta.flows.forEach((f, i) => {
       const col = COLORS[i % COLORS.length];
       series.push({ label: f.name, stroke: col, width: 2, points: { show: false } });
-      series.push({ label: f.name + " max-min", stroke: col, dash: [5, 4], show: fg.meta.flows.length <= 16 });
+      series.push({ label: f.name + " max-min", stroke: col, dash: [5, 4], points: { show: false },
+        show: fg.meta.flows.length <= 16 });
     });
     chart("flows", fl, "", series, "Mbit/s");
     const sel = $("eq-port"); sel.innerHTML = "";
@@ -185,7 +186,7 @@
     if (fg.algo === "qfcp") {
       const bqT = mb(k.beta * r.q_bytes / r.T_s);
       s += `N = max(1, y / R(t−T)) = max(1, ${v(y)} / ${v(Rp)}) = ${v(r.N)}\n`;
-      s += `R_raw = (C − β q / T) / N = (${v(C)} − ${k.beta} × ${v(r.q_bytes)} / ${v(r.T_s)}) / ${v(r.N)}\n`;
+      s += `R_raw = (C − β q / T) / N = (${v(C)} − ${k.beta} × ${v(r.q_bytes)} × 8e-6 / ${v(r.T_s)}) / ${v(r.N)}\n`;
       s += `      = (${v(C)} − ${v(bqT)}) / ${v(r.N)} = ${v(mb(r.R_raw_Bps))}\n`;
       s += `R = (R_raw + R(t−T)) / 2, clamped to [min, C] = (${v(mb(r.R_raw_Bps))} + ${v(Rp)}) / 2 → ${v(R)}`;
     } else if (fg.algo === "lestas") {
@@ -208,7 +209,9 @@
   function drawSummary() {
     const st = fg.store[fg.algo]; if (!st) return;
     const f = st.flows, rows = ["<tr><th>window</th><th>flow / port</th><th>mean drawn</th><th>max-min</th></tr>"];
+    const now = lastT();
     for (const [name, t0, t1] of fg.meta.windows) {
+      if (!fg.summary && t1 > now) continue;  // a window is shown once it is over
       const seg = fg.meta.segments.find((s) => t0 >= s.t0 && t1 <= s.t1);
       for (const fl of fg.meta.flows) {
         if (!(fl.start <= t0 && fl.stop >= t1)) continue;
@@ -266,6 +269,7 @@
     fg.meta = await (await fetch(q("api/meta"))).json();
     $("title").textContent = `${fg.meta.experiment}: ${fg.meta.title}` + (fg.meta.run ? ` · ${fg.meta.run}` : "");
     showState(fg.meta.state);
+    if (fg.meta.state.gate) $("speed").value = fg.meta.state.gate.speed;
     $("btn-pause").onclick = () => control("pause");
     $("btn-step").onclick = () => control("step");
     $("btn-resume").onclick = () => control("resume");
