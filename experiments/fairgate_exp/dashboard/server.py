@@ -62,6 +62,7 @@ class Dashboard:
     live: bool = False
 
     def state(self) -> dict[str, Any]:
+        self.feed.since(len(self.feed.events))  # reads the folder: is summary.json there yet?
         return {
             "live": self.live,
             "steppable": self.gate is not None,
