@@ -171,7 +171,7 @@
   }
 
   // ---- the last period's equation, with the controller's numbers ----------------------------
-  const f3 = (x) => (x == null ? "–" : Math.abs(x) >= 1000 || Math.abs(x) < 0.01 ? Number(x).toPrecision(5) : Number(x).toFixed(3));
+  const f3 = (x) => (x == null ? "–" : Number.isInteger(x) ? String(x) : Math.abs(x) >= 1000 || Math.abs(x) < 0.01 ? Number(x).toPrecision(5) : Number(x).toFixed(3));
   const v = (x) => `<span class="v">${f3(x)}</span>`;
   const mb = (bps) => (bps == null ? null : bps * 8 / 1e6);
 
@@ -188,6 +188,7 @@
     s += `C = ${v(C)}   y = ${v(y)}   measured queue ${v(r.queue_mean_bytes)} B   drops ${v(r.drop_pkts)}\n\n`;
     if (fg.algo === "qfcp") {
       const bqT = mb(k.beta * r.q_bytes / r.T_s);
+      s += `q = virtual queue ${v(r.q_bytes)} B, T = ${v(r.T_s)} s\n`;
       s += `N = max(1, y / R(t−T)) = max(1, ${v(y)} / ${v(Rp)}) = ${v(r.N)}\n`;
       s += `R_raw = (C − β q / T) / N = (${v(C)} − ${k.beta} × ${v(r.q_bytes)} × 8e-6 / ${v(r.T_s)}) / ${v(r.N)}\n`;
       s += `      = (${v(C)} − ${v(bqT)}) / ${v(r.N)} = ${v(mb(r.R_raw_Bps))}\n`;
