@@ -157,3 +157,52 @@ def test_loopback_needs_no_token(small_run: Path) -> None:
         assert err.value.code == 409
     finally:
         served.stop()
+
+
+class FakeBmv2:
+    """What the wrapper needs of the BMv2 engine: wall-clock t0, growing receiver samples."""
+
+    name = "bmv2"
+
+    def __init__(self) -> None:
+        self.t0 = 1000.0
+        self.t = 0.0
+
+    def build(self, plan: object, algo: str, run_dir: Path) -> None:
+        rec = {"t": self.t0 + 0.5, "switch": "s1", "port": 3, "period_s": 0.1}
+        rec |= {"capacity_Bps": 1000.0, "y_Bps": 500.0, "departure_Bps": 400.0}
+        rec |= {"queue_mean_bytes": 0.0, "drop_pkts": 0, "arrival_pkts": 5, "departure_pkts": 4}
+        (run_dir / "controller.jsonl").write_text(json.dumps(rec) + "\n")
+
+    def now(self) -> float:
+        return self.t
+
+    def advance(self, until_s: float) -> None:
+        self.t = until_s
+
+    def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
+        n = int(self.t / 0.5)
+        return {"a": [(0.5 * i, 10 * i) for i in range(1, n + 1)]}
+
+
+def test_bmv2_wrapper_copies_samples_and_t0(tmp_path: Path) -> None:
+    from fairgate_exp.dashboard.serve import Watched
+
+    (tmp_path / "small.toml").write_text(SMALL)
+    plan = load(tmp_path / "small.toml")
+    feed = RunFeed(plan)
+    eng = Watched(FakeBmv2(), feed)
+    eng.build(plan, "qfcp", tmp_path / "run" / "qfcp")
+    assert feed.run_dir == tmp_path / "run"
+    assert json.loads((tmp_path / "run" / "qfcp" / "t0.json").read_text()) == {"t0": 1000.0}
+    eng.advance(1.0)
+    eng.advance(2.0)
+    lines = (tmp_path / "run" / "qfcp" / "flows.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"t": 0.5 * i, "flow": "a", "rx_pkts": 10 * i} for i in range(1, 5)
+    ]
+    events = feed.since(0)
+    flows = [e for e in events if e["k"] == "flow"]
+    assert [(e["t"], e["pps"]) for e in flows] == [(1.0, 20.0), (1.5, 20.0), (2.0, 20.0)]
+    ports = [e for e in events if e["k"] == "port"]
+    assert [(e["t"], e["port"], e["util"]) for e in ports] == [(0.5, "s1->s2", 0.4)]
