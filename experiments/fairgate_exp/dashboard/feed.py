@@ -22,6 +22,8 @@ from fairgate_exp.metrics import port_rows
 from fairgate_exp.oracle import bottlenecks, maxmin_pps
 from fairgate_exp.plan import Plan, build_plan
 
+ALGORITHMS = ("qfcp", "rcp", "lestas", "none")  # what `run --algo` accepts
+
 # The controllers' constructor defaults (fairgate_controller.algorithms), shown in the
 # step view's equations; the agent builds every controller with them.
 ALGO_CONSTANTS: dict[str, dict[str, float]] = {
@@ -97,9 +99,27 @@ def meta(plan: Plan, run_dir: Path | None) -> dict[str, Any]:
             for f in plan.flows
         ],
         "phases": [{"name": n, "t0": t0, "t1": t1} for n, t0, t1 in plan.phases],
-        "windows": [["run", plan.warmup_s, plan.duration_s], *plan.phases],
+        "windows": windows(plan),
         "segments": segments,
     }
+
+
+def windows(plan: Plan) -> list[dict[str, Any]]:
+    """The windows summary.json judges (after warm-up, then each phase), each with the
+    max-min shares of the flows active over all of it, as the driver computes them."""
+    out = []
+    for name, t0, t1 in [("run", plan.warmup_s, plan.duration_s), *plan.phases]:
+        active = [f for f in plan.flows if f.start_s <= t0 and f.stop_s >= t1]
+        shares = maxmin_pps(plan, active) if active else {}
+        out.append(
+            {
+                "name": name,
+                "t0": t0,
+                "t1": t1,
+                "maxmin_pps": {n: round(v, 2) for n, v in shares.items()},
+            }
+        )
+    return out
 
 
 class Tail:
@@ -221,7 +241,8 @@ class RunFeed:
             return
         summary_path = run_dir / "summary.json"
         finished = summary_path.is_file()
-        for algo in self.plan.algorithms:
+        # the file's algorithms, and any other one --algo asked for
+        for algo in dict.fromkeys([*self.plan.algorithms, *ALGORITHMS]):
             folder = run_dir / algo
             if algo not in self._algos and folder.is_dir():
                 self._algos[algo] = AlgoFeed(self.plan, algo, folder)

@@ -214,16 +214,15 @@
     const st = fg.store[fg.algo]; if (!st) return;
     const f = st.flows, rows = ["<tr><th>window</th><th>flow / port</th><th>mean drawn</th><th>max-min</th></tr>"];
     const now = lastT();
-    for (const [name, t0, t1] of fg.meta.windows) {
+    for (const { name, t0, t1, maxmin_pps } of fg.meta.windows) {
       if (!fg.summary && t1 > now) continue;  // a window is shown once it is over
-      const seg = fg.meta.segments.find((s) => t0 >= s.t0 && t1 <= s.t1);
       for (const fl of fg.meta.flows) {
         if (!(fl.start <= t0 && fl.stop >= t1)) continue;
         const s = f.s[fl.name]; if (!s) continue;
         let sum = 0, n = 0;
         f.t.forEach((t, i) => { if (t > t0 && t <= t1 && s.pps[i] !== undefined) { sum += s.pps[i]; n++; } });
         if (!n) continue;
-        const mean = Math.round(sum / n * 100) / 100, mm = seg ? seg.maxmin_pps[fl.name] : null;
+        const mean = Math.round(sum / n * 100) / 100, mm = maxmin_pps[fl.name] ?? null;
         rows.push(`<tr data-window="${name}" data-flow="${fl.name}" data-mean="${mean}" data-maxmin="${mm}"><td>${name}</td><td>${fl.name}</td><td>${mean.toFixed(2)}</td><td>${mm == null ? "–" : mm.toFixed(2)}</td></tr>`);
       }
       for (const p of fg.meta.ports) {
