@@ -153,18 +153,42 @@ class AlgoFeed:
         self.flows = Tail(folder / "flows.jsonl")
         self.t0 = self._t0()
         self.last: dict[str, tuple[float, int]] = {}
+        self._pending: list[str] = []  # controller lines not yet placed in time
 
-    def _t0(self) -> float:
-        """BMv2 records carry wall time; the live wrapper stores time 0 in t0.json."""
+    def _t0(self) -> float | None:
+        """BMv2 records carry wall time; the engine stores its time 0 in t0.json."""
         path = self.folder / "t0.json"
-        return float(json.loads(path.read_text())["t0"]) if path.is_file() else 0.0
+        return float(json.loads(path.read_text())["t0"]) if path.is_file() else None
+
+    def _guess_t0(self, rec: dict[str, Any]) -> float | None:
+        """A BMv2 record written before t0.json existed: time 0 from ports.csv's first row
+        of this port (its t is the record's minus time 0, to 0.1 ms); None: not yet known."""
+        if rec["t"] < 1e6:  # simulator time already
+            return 0.0
+        label = self.plan.ports[(rec["switch"], rec["port"])].label
+        path = self.folder.parent / "ports.csv"
+        if path.is_file():
+            with path.open() as f:
+                for row in csv.DictReader(f):
+                    if row["algo"] == self.algo and row["port"] == label:
+                        return float(rec["t"]) - float(row["t"])
+        return None
 
     def poll(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for line in self.ctl.lines():
-            rec = json.loads(line)
+        self._pending += self.ctl.lines()
+        while self._pending:
+            rec = json.loads(self._pending[0])
             if (rec.get("switch"), rec.get("port")) not in self.measured or "t" not in rec:
+                self._pending.pop(0)
                 continue
+            if self.t0 is None:
+                self.t0 = self._t0()
+            if self.t0 is None:
+                self.t0 = self._guess_t0(rec)
+                if self.t0 is None:  # BMv2 is starting: t0.json comes in a moment
+                    break
+            self._pending.pop(0)
             rec["t"] -= self.t0
             row = port_rows(self.plan, [rec])[0]
             out.append(

@@ -77,8 +77,9 @@ class Watched:
         self._folder = run_dir
         self.feed.attach(run_dir.parent)
         self.inner.build(plan, algo, run_dir)
-        if self.name == "bmv2":
-            (run_dir / "t0.json").write_text(json.dumps({"t0": self.inner.t0}) + "\n")
+        t0 = run_dir / "t0.json"  # the BMv2 engine writes it; an engine that does not
+        if self.name == "bmv2" and not t0.exists():
+            t0.write_text(json.dumps({"t0": self.inner.t0}) + "\n")
 
     def start_flow(self, flow: FlowPlan) -> None:
         self.inner.start_flow(flow)

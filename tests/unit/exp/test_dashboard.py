@@ -206,3 +206,26 @@ def test_bmv2_wrapper_copies_samples_and_t0(tmp_path: Path) -> None:
     assert [(e["t"], e["pps"]) for e in flows] == [(1.0, 20.0), (1.5, 20.0), (2.0, 20.0)]
     ports = [e for e in events if e["k"] == "port"]
     assert [(e["t"], e["port"], e["util"]) for e in ports] == [(0.5, "s1->s2", 0.4)]
+
+
+def test_wall_clock_records_without_t0_are_placed_by_ports_csv(
+    small_run: Path, tmp_path: Path
+) -> None:
+    """A BMv2 record from before t0.json: controller times are wall clock."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(small_run, copy)
+    for algo in ("qfcp", "lestas"):
+        path = copy / algo / "controller.jsonl"
+        recs = [json.loads(x) for x in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps({**r, "t": r["t"] + 1.7e9}) + "\n" for r in recs))
+    events = RunFeed(plan_of_run(copy), copy).since(0)
+    got = sorted((e["algo"], e["port"], e["util"], e["t"]) for e in events if e["k"] == "port")
+    with (copy / "ports.csv").open() as f:
+        want = sorted(
+            (r["algo"], r["port"], float(r["util"]), float(r["t"])) for r in csv.DictReader(f)
+        )
+    assert len(got) == len(want) > 20
+    for g, w in zip(got, want, strict=True):
+        assert g[:3] == w[:3] and g[3] == pytest.approx(w[3], abs=2e-4)
