@@ -18,7 +18,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab sim report lint bench clean
+.PHONY: help deps build test test-unit test-ptf test-mininet lab sim report lint bench clean dashboard
 
 help:
 	@echo "FairGate make targets"
@@ -38,6 +38,7 @@ help:
 	@echo "  make sim EXP=file  an experiment file in the packet-level simulator [SCALE=] [ALGO=]"
 	@echo "  ... DASHBOARD=1    with make sim/lab EXP=file: a live dashboard on 127.0.0.1 (URL printed;"
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
+	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        regenerate docs/results.md's generated section from the newest runs"
 	@echo "  make sim EXP=name  an old scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
@@ -126,6 +127,10 @@ sim: $(STAMP)
 	else \
 	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
 	fi
+
+dashboard: $(STAMP)
+	@test -n "$(RUN)" || { echo "make dashboard: give RUN=results/<experiment>/<run-id> (or .../latest)"; exit 2; }
+	$(PY) -m fairgate_exp dashboard $(RUN)
 
 report: $(STAMP)
 	$(PY) -m fairgate_exp report --results results --doc docs/results.md
