@@ -229,3 +229,24 @@ def test_wall_clock_records_without_t0_are_placed_by_ports_csv(
     assert len(got) == len(want) > 20
     for g, w in zip(got, want, strict=True):
         assert g[:3] == w[:3] and g[3] == pytest.approx(w[3], abs=2e-4)
+
+
+def test_speed_paces_simulated_time(tmp_path: Path) -> None:
+    import time
+
+    (tmp_path / "small.toml").write_text(SMALL)
+    plan = load(tmp_path / "small.toml")
+    eng = SimEngine(gate=Gate(speed=2.0))
+    eng.build(plan, "qfcp", tmp_path / "qfcp")
+    for f in plan.flows:
+        eng.start_flow(f)
+    t0 = time.perf_counter()
+    eng.advance(1.0)  # 1 simulated second at 2 sim s per wall s: at least 0.5 s
+    paced = time.perf_counter() - t0
+    eng.gate.control("speed", speed=0.0)
+    t1 = time.perf_counter()
+    eng.advance(2.0)  # flat out: this small net simulates far faster than real time
+    flat = time.perf_counter() - t1
+    eng.close()
+    assert paced >= 0.5 * 0.95 and paced < 3.0
+    assert flat < paced
