@@ -237,6 +237,9 @@ def test_replay_draws_the_summary_values(browser: Any, tmp_path: Path) -> None:
             time.sleep(0.5)
             tables[algo] = table_rows(page)
             page.screenshot(path=str(SHOTS / f"replay-{algo}.png"), full_page=True)
+        # the topology marks the one bottleneck the oracle names
+        assert page.locator("#topo line.bottleneck").count() == 1
+        assert "bottleneck" in (page.get_attribute('#topo [data-link="s1-s2"]', "class") or "")
         eq = page.inner_text("#eq")  # lestas: its equation with numbers, none missing
         assert "LESTAS" in eq and "NaN" not in eq and "\N{EN DASH}" not in eq, eq
         assert "N\N{COMBINING CIRCUMFLEX ACCENT} = N\N{COMBINING CIRCUMFLEX ACCENT}(t" in eq
