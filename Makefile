@@ -19,7 +19,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab run sim report lint bench clean
+.PHONY: help deps build test test-unit test-ptf test-mininet lab run sim report lint bench clean dashboard
 
 help:
 	@echo "FairGate make targets"
@@ -40,6 +40,9 @@ help:
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
 	@echo "  make sim EXP=file  an experiment file in the packet-level simulator [SCALE=] [ALGO=]"
+	@echo "  ... DASHBOARD=1    with make sim/lab EXP=file: a live dashboard on 127.0.0.1 (URL printed;"
+	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
+	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        regenerate docs/results.md's generated section from the newest runs"
 	@echo "  make sim EXP=name  an old scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
@@ -84,7 +87,8 @@ test-mininet: $(STAMP)
 # variant, which files do not have yet). SCALE is passed to a file only when given.
 EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
-EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(QUIET),--quiet) $(if $(JSON),--json)
+EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(QUIET),--quiet) $(if $(JSON),--json) \
+            $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED)))
 
 lab: $(STAMP)
 	@test -n "$(EXP)" || { echo "make lab: say which experiment, e.g. make lab EXP=ring or EXP=path/to/file.toml (docs/experiments.md)"; exit 2; }
@@ -133,6 +137,10 @@ sim: $(STAMP)
 	else \
 	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
 	fi
+
+dashboard: $(STAMP)
+	@test -n "$(RUN)" || { echo "make dashboard: give RUN=results/<experiment>/<run-id> (or .../latest)"; exit 2; }
+	$(PY) -m fairgate_exp dashboard $(RUN)
 
 report: $(STAMP)
 	$(PY) -m fairgate_exp report --results results --doc docs/results.md

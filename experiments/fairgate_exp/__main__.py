@@ -35,6 +35,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print summary.json at the end")
     r.add_argument("--workers", type=int, default=1, help="sweeps: local processes")
     r.add_argument("--scheduler", default=None, help="sweeps: a Dask scheduler tcp://host:8786")
+    dash_args(r)
+    d = sub.add_parser("dashboard", help="replay a run folder in the dashboard (docs/dashboard.md)")
+    d.add_argument("run_dir", type=Path, help="results/<experiment>/<run-id> (or .../latest)")
+    d.add_argument("--dashboard-host", default="127.0.0.1", help="another address needs a token")
+    d.add_argument("--dashboard-port", type=int, default=0, help="0: a free port (printed)")
     rep = sub.add_parser("report", help="regenerate docs/results.md's generated section")
     rep.add_argument("--results", type=Path, default=Path("results"))
     rep.add_argument("--doc", type=Path, default=Path("docs/results.md"))
@@ -44,8 +49,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def dash_args(r: argparse.ArgumentParser) -> None:
+    g = r.add_argument_group("dashboard (docs/dashboard.md)")
+    g.add_argument("--dashboard", action="store_true", help="serve the live dashboard")
+    g.add_argument("--dashboard-host", default="127.0.0.1", help="another address needs a token")
+    g.add_argument("--dashboard-port", type=int, default=0, help="0: a free port (printed)")
+    g.add_argument("--speed", type=float, default=1.0, help="sim s per wall s; 0: flat out")
+    g.add_argument("--paused", action="store_true", help="start paused (step from the page)")
+    g.add_argument("--dashboard-exit", action="store_true", help="stop serving when the run ends")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.cmd == "dashboard":
+        from fairgate_exp.dashboard.serve import replay
+
+        try:
+            return replay(args.run_dir, args.dashboard_host, args.dashboard_port)
+        except (ExperimentError, OSError) as exc:
+            print(f"dashboard: {exc}", file=sys.stderr)
+            return 2
     if args.cmd == "report":
         from fairgate_exp.report import update
 
@@ -77,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     make: Callable[[], Engine]
     if plan.file.sweep is not None and plan.file.sweep.grid:
-        if args.engine != "sim":
-            print("experiment: sweeps run in the simulator only (for now)", file=sys.stderr)
+        if args.engine != "sim" or args.dashboard:
+            print("experiment: sweeps run in the simulator, no dashboard", file=sys.stderr)
             return 2
         from fairgate_exp.sweep import run_sweep
 
@@ -104,6 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet or msg.lstrip().startswith(("PASS", "FAIL")):
             print(msg, flush=True)
 
+    served = None
+    if args.dashboard:
+        from fairgate_exp.dashboard.serve import live_engines, serve
+
+        make, dash = live_engines(make, plan, args.engine, args.speed, args.paused)
+        try:
+            served = serve(dash, args.dashboard_host, args.dashboard_port)
+        except OSError as exc:
+            print(f"dashboard: cannot listen on {args.dashboard_host}: {exc}", file=sys.stderr)
+            return 2
     try:
         if sys.stdout.isatty() and not args.quiet and not args.json:
             from fairgate_exp.live import LiveView, verdict_table
@@ -129,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=2))
     verdict = "all expectations met" if summary["passed"] else "some expectations FAILED"
     print(f"experiment: {verdict}; record in {run_dir}")
+    if served is not None and not args.dashboard_exit:
+        print(f"dashboard: still serving {served.url} ; Ctrl-C stops it", flush=True)
+        try:
+            served.thread.join()
+        except KeyboardInterrupt:
+            served.stop()
     return 0 if summary["passed"] else 1
 
 

@@ -146,6 +146,8 @@ class Bmv2Engine:
             self.sports[f.name] = SPORT_BASE + i
         time.sleep(0.5)  # receivers bound
         self.t0 = time.time()
+        # controller.jsonl carries wall time: its time 0, for the dashboard's replay
+        (run_dir / "t0.json").write_text(json.dumps({"t0": self.t0}) + "\n")
 
     def start_flow(self, flow: FlowPlan) -> None:
         assert self.ctx is not None and self.procs is not None and self._plan is not None

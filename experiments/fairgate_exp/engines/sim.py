@@ -3,10 +3,11 @@ host-agent adapters. It imports nothing from ``fairgate_topo``."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fairgate_controller.agent import ControlConfig
 from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan
@@ -66,6 +67,9 @@ class SimEngine:
     _plan: Plan | None = None
     _algo: str = "qfcp"
     _wall0: float = 0.0
+    # The dashboard's pause/step/pace gate (fairgate_exp.dashboard.gate.Gate); None: run free.
+    gate: Any = None
+    _flow_log: IO[str] | None = None
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -87,6 +91,8 @@ class SimEngine:
         if plan.exact_queue:  # measure.queue = "exact": sampled every 5 ms
             self.probe = QueueProbe(self.net, list(plan.measured))
             self.probe.start()
+        # every sample as it is taken, for the dashboard (the driver reads flow_samples())
+        self._flow_log = (run_dir / "flows.jsonl").open("a", buffering=1)
         self._wall0 = time.perf_counter()
         self.net.clock.after(plan.sample_s, self._sample)
 
@@ -95,7 +101,10 @@ class SimEngine:
         now = round(self.net.clock.now, 4)
         for name, tx in self.senders.items():
             rx = self.receivers[next(f.dst for f in self._plan.flows if f.name == name)]
-            self.samples[name].append((now, rx.packets_from(tx.host.ip, tx.sport)))
+            n = rx.packets_from(tx.host.ip, tx.sport)
+            self.samples[name].append((now, n))
+            if self._flow_log is not None:
+                self._flow_log.write(json.dumps({"t": now, "flow": name, "rx_pkts": n}) + "\n")
         self.net.clock.after(self._plan.sample_s, self._sample)
 
     def start_flow(self, flow: FlowPlan) -> None:
@@ -117,8 +126,11 @@ class SimEngine:
         out.params = port_params(pps, bps, out.params.depth, out.params.delay_s)
 
     def advance(self, until_s: float) -> None:
-        assert self.net is not None
-        self.net.run(until_s)
+        assert self.net is not None and self.ctl is not None and self._plan is not None
+        if self.gate is None:
+            self.net.run(until_s)
+        else:
+            self.gate.advance(self.net, until_s, self.ctl.recorder.records, self._plan.measured)
 
     def now(self) -> float:
         assert self.net is not None
@@ -145,6 +157,9 @@ class SimEngine:
     def close(self) -> dict[str, Any]:
         assert self.net is not None and self._plan is not None
         wall = time.perf_counter() - self._wall0
+        if self._flow_log is not None:
+            self._flow_log.close()
+            self._flow_log = None
         return {
             "simulated_s": round(self.net.clock.now, 3),
             "wall_s": round(wall, 2),
