@@ -126,7 +126,7 @@ class Plan:
         frame = self.frame
         doc: dict[str, Any] = {
             "switches": [
-                {"name": s, "grpc_addr": f"sim:{i}", "device_id": 0, "mac": switch_mac(i)}
+                {"name": s, "grpc_addr": f"sim:{i + 1}", "device_id": 0, "mac": switch_mac(i)}
                 for i, s in enumerate(self.switches)
             ],
             "hosts": [],

@@ -242,7 +242,10 @@ def test_replay_draws_the_summary_values(browser: Any, tmp_path: Path) -> None:
         assert "bottleneck" in (page.get_attribute('#topo [data-link="s1-s2"]', "class") or "")
         eq = page.inner_text("#eq")  # lestas: its equation with numbers, none missing
         assert "LESTAS" in eq and "NaN" not in eq and "\N{EN DASH}" not in eq, eq
-        assert "N\N{COMBINING CIRCUMFLEX ACCENT} = N\N{COMBINING CIRCUMFLEX ACCENT}(t" in eq
+        if "outage rule" in eq:  # the run's last period can be idle: every flow has stopped
+            assert "y = 0" in eq and "holds R =" in eq, eq
+        else:
+            assert "N\N{COMBINING CIRCUMFLEX ACCENT} = N\N{COMBINING CIRCUMFLEX ACCENT}(t" in eq
     finally:
         page.close()
         served.stop()

@@ -186,13 +186,17 @@
     el.dataset.t = r.t; el.dataset.period = p.rec.length;
     let s = `${fg.algo.toUpperCase()} at ${label}, period #${p.rec.length} ending t = ${v(r.t)} s (rates in Mbit/s, queues in bytes)\n`;
     s += `C = ${v(C)}   y = ${v(y)}   measured queue ${v(r.queue_mean_bytes)} B   drops ${v(r.drop_pkts)}\n\n`;
-    if (fg.algo === "qfcp") {
+    if (r.idle) {
+      s += `no arrivals this period: the outage rule (docs/reliability.md) holds R = ${v(R)}\n`;
+      s += `instead of letting ${fg.algo.toUpperCase()} climb towards C while nobody sends.`;
+    } else if (fg.algo === "qfcp") {
       const bqT = mb(k.beta * r.q_bytes / r.T_s);
       s += `q = virtual queue ${v(r.q_bytes)} B, T = ${v(r.T_s)} s\n`;
       s += `N = max(1, y / R(t−T)) = max(1, ${v(y)} / ${v(Rp)}) = ${v(r.N)}\n`;
       s += `R_raw = (C − β q / T) / N = (${v(C)} − ${k.beta} × ${v(r.q_bytes)} × 8e-6 / ${v(r.T_s)}) / ${v(r.N)}\n`;
       s += `      = (${v(C)} − ${v(bqT)}) / ${v(r.N)} = ${v(mb(r.R_raw_Bps))}\n`;
       s += `R = (R_raw + R(t−T)) / 2, clamped to [min, C] = (${v(mb(r.R_raw_Bps))} + ${v(Rp)}) / 2 → ${v(R)}`;
+      if (r.warmup_capped_Bps != null) s += `\n(traffic just came back after an outage: R may fall, not rise, for a few periods → ${v(R)})`;
     } else if (fg.algo === "lestas") {
       const qref = fg.meta.q_ref_pkts * 1500;
       s += `e = y + q(t−1)/d − N̂(t−1)·p(t−1) = ${v(mb(r.estimator_error_Bps))}   (d = ${v(r.d_s)} s)\n`;
