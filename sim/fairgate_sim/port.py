@@ -118,9 +118,13 @@ class OutputPort:
     def drain(self, now: float) -> None:
         """Run egress for every packet that has left the queue by ``now``."""
         q = self._pending
+        stats, egress, port = self.stats, self.egress, self.port
         while q and q[0][0] <= now:
             t, pkt, depth = q.popleft()
-            self._egress(pkt, depth, t)
+            stats.sent += 1  # self._egress(pkt, depth, t), inlined
+            stats.sent_bytes += pkt.size
+            if egress is not None:
+                egress(port, pkt, depth, t)
 
     def _egress(self, pkt: Packet, depth: int, t: float) -> None:
         self.stats.sent += 1
@@ -130,7 +134,10 @@ class OutputPort:
 
     def _arrive(self, pkt: Packet) -> None:
         q = self._pending
-        if q and q[0][0] <= self.clock.now:
-            self.drain(self.clock.now)
-        if self.deliver is not None and not pkt.dropped:
-            self.deliver(pkt)
+        if q:
+            now = self.clock.now
+            if q[0][0] <= now:
+                self.drain(now)
+        deliver = self.deliver
+        if deliver is not None and not pkt.dropped:
+            deliver(pkt)
