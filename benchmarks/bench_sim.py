@@ -135,7 +135,7 @@ def _child(case: str, seconds: float, pl_seconds: float) -> dict[str, Any]:
 def _engine() -> str:
     from fairgate_sim import engine
 
-    return str(getattr(engine, "ENGINE", "SimPy " + __import__("simpy").__version__))
+    return str(getattr(engine, "ENGINE", "SimPy"))  # the code before issue 17 used SimPy
 
 
 def main(argv: list[str] | None = None) -> int:
