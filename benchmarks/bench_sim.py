@@ -35,6 +35,8 @@ from benchlib import Headline, write
 
 TOP = Path(__file__).resolve().parent.parent
 FRAME = 1242
+#: the same cases measured on the code before issue 17 (SimPy), for the "before" column
+BEFORE = Path(__file__).resolve().parent / "sim_before.json"
 CASES = ("155-50-qfcp", "155-50-lestas", "10-4-qfcp", "1000-50-qfcp", "parking-lot-paper")
 
 
@@ -149,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_case(args.case, args.seconds, args.pl_seconds)))
         return 0
     rows = {c: _child(c, args.seconds, args.pl_seconds) for c in CASES}
+    before = json.loads(BEFORE.read_text())["cases"] if BEFORE.exists() else {}
     print(
         f"{'case':30} {'sim s':>5} {'sim s/wall s':>12} {'sim s/cpu s':>11} {'pkt-hops/s':>11}"
         f" {'events/s':>9}"
@@ -166,6 +169,16 @@ def main(argv: list[str] | None = None) -> int:
             f" {r['events_per_wall_s']:9,d}"
             f" {r['peak_rss_mb']:8.1f} {fair:>11}"
         )
+    print(f"\nbefore issue 17 (SimPy; {BEFORE.name}: {len(before)} cases), x real time by CPU s:")
+    for c, r in rows.items():
+        b = before.get(c)
+        if b is not None and b["simulated_s"] == r["simulated_s"]:
+            print(
+                f"  {r['case']:30} before {b['sim_s_per_cpu_s']:6.3f}"
+                f"  now {r['sim_s_per_cpu_s']:6.3f}"
+                f"  ({r['sim_s_per_cpu_s'] / b['sim_s_per_cpu_s']:.2f}x);"
+                f" peak MB {b['peak_rss_mb']:.0f} -> {r['peak_rss_mb']:.0f}"
+            )
     slower = min(rows["155-50-qfcp"], rows["155-50-lestas"], key=lambda r: r["sim_s_per_wall_s"])
     heads = [
         Headline(
@@ -200,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "machine": platform.machine(),
         "rows": list(rows.values()),
+        "before": before,
     }
     out = write("sim", doc, args.out, heads)
     print(f"wrote {out}")
