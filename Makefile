@@ -19,7 +19,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab sim lint bench clean
+.PHONY: help deps build test test-unit test-ptf test-mininet lab sim sim-ext lint bench clean
 
 help:
 	@echo "FairGate make targets"
@@ -38,6 +38,8 @@ help:
 	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
+	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
+	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
 
@@ -99,6 +101,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) scripts/run_benchmarks.py
+
+sim-ext: $(STAMP)
+	$(PY) scripts/sim_ext.py build
 
 sim: $(STAMP)
 	@test -n "$(EXP)" || { echo "make sim: give EXP=<name> (python -m fairgate_sim --help)"; exit 2; }

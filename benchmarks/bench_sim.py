@@ -127,11 +127,28 @@ def run_case(case: str, seconds: float, pl_seconds: float) -> dict[str, Any]:
     return row
 
 
-def _child(case: str, seconds: float, pl_seconds: float) -> dict[str, Any]:
+def _child(
+    case: str, seconds: float, pl_seconds: float, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--case", case, "--seconds", str(seconds)]
     cmd += ["--pl-seconds", str(pl_seconds)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def _compiled_env() -> tuple[dict[str, str] | None, str]:
+    """The environment of the mypyc build (scripts/sim_ext.py), built here when missing
+    or stale; None and the reason when it cannot be built."""
+    sys.path.insert(0, str(TOP / "scripts"))
+    import sim_ext
+
+    why = sim_ext.missing_compiler()
+    if why:
+        return None, why
+    if sim_ext.stale():
+        print("bench_sim: building the compiled simulator (scripts/sim_ext.py build)", flush=True)
+        sim_ext.build()
+    return sim_ext.environ(), "mypyc build: " + ", ".join(sim_ext.COMPILED)
 
 
 def _engine() -> str:
@@ -144,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seconds", type=float, default=5.0, help="simulated s (dumbbells)")
     p.add_argument("--pl-seconds", type=float, default=4.0, help="simulated s (parking lot)")
+    p.add_argument("--pure", action="store_true", help="measure pure Python only (no mypyc)")
     p.add_argument("--case", choices=CASES, help="run one case here and print its row (JSON)")
     p.add_argument("--out", type=Path, default=TOP / "results" / "bench" / "sim.json")
     args = p.parse_args(argv)
@@ -151,54 +169,65 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_case(args.case, args.seconds, args.pl_seconds)))
         return 0
     rows = {c: _child(c, args.seconds, args.pl_seconds) for c in CASES}
+    env, compiled_note = (None, "--pure") if args.pure else _compiled_env()
+    compiled = {}
+    if env is not None:
+        compiled = {c: _child(c, args.seconds, args.pl_seconds, env) for c in CASES}
+        for r in compiled.values():
+            r["case"] += " [mypyc]"
     before = json.loads(BEFORE.read_text())["cases"] if BEFORE.exists() else {}
     print(
-        f"{'case':30} {'sim s':>5} {'sim s/wall s':>12} {'sim s/cpu s':>11} {'pkt-hops/s':>11}"
+        f"{'case':38} {'sim s':>5} {'sim s/wall s':>12} {'sim s/cpu s':>11} {'pkt-hops/s':>11}"
         f" {'events/s':>9}"
         f" {'peak MB':>8} {'rate/fair':>11}"
     )
-    for r in rows.values():
+    for r in [*rows.values(), *compiled.values()]:
         fair = (
             f"{r['rate_over_fair_min']:.2f}-{r['rate_over_fair_max']:.2f}"
             if "rate_over_fair_min" in r
             else "-"
         )
         print(
-            f"{r['case']:30} {r['simulated_s']:5g} {r['sim_s_per_wall_s']:12.2f}"
+            f"{r['case']:38} {r['simulated_s']:5g} {r['sim_s_per_wall_s']:12.2f}"
             f" {r['sim_s_per_cpu_s']:11.2f} {r['packet_hops_per_wall_s']:11,d}"
             f" {r['events_per_wall_s']:9,d}"
             f" {r['peak_rss_mb']:8.1f} {fair:>11}"
         )
     print(f"\nbefore issue 17 (SimPy; {BEFORE.name}: {len(before)} cases), x real time by CPU s:")
-    for c, r in rows.items():
+    for c, r in [*rows.items(), *compiled.items()]:
         b = before.get(c)
         if b is not None and b["simulated_s"] == r["simulated_s"]:
             print(
-                f"  {r['case']:30} before {b['sim_s_per_cpu_s']:6.3f}"
+                f"  {r['case']:38} before {b['sim_s_per_cpu_s']:6.3f}"
                 f"  now {r['sim_s_per_cpu_s']:6.3f}"
                 f"  ({r['sim_s_per_cpu_s'] / b['sim_s_per_cpu_s']:.2f}x);"
                 f" peak MB {b['peak_rss_mb']:.0f} -> {r['peak_rss_mb']:.0f}"
             )
-    slower = min(rows["155-50-qfcp"], rows["155-50-lestas"], key=lambda r: r["sim_s_per_wall_s"])
+    if not compiled:
+        print(f"compiled build not measured: {compiled_note}")
+    # the headlines: the compiled build when there is one (pure Python is the fallback)
+    best = compiled or rows
+    unit = "x real time" + (" (mypyc)" if compiled else " (pure Python)")
+    slower = min(best["155-50-qfcp"], best["155-50-lestas"], key=lambda r: r["sim_s_per_wall_s"])
     heads = [
         Headline(
             "simulator, 155 Mbit/s, 50 users (QFCP, Lestas: slower)",
             slower["sim_s_per_wall_s"],
-            "x real time",
+            unit,
             2.0,
             True,
         ),
         Headline(
             "simulator, paper parking lot (8 x 155 Mbit/s, 180 flows)",
-            rows["parking-lot-paper"]["sim_s_per_wall_s"],
-            "x real time",
+            best["parking-lot-paper"]["sim_s_per_wall_s"],
+            unit,
             0.5,
             True,
         ),
         Headline(
             "simulator, 1 Gbit/s, 50 users (QFCP)",
-            rows["1000-50-qfcp"]["sim_s_per_wall_s"],
-            "x real time",
+            best["1000-50-qfcp"]["sim_s_per_wall_s"],
+            unit,
             0.3,
             True,
         ),
@@ -213,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "machine": platform.machine(),
         "rows": list(rows.values()),
+        "compiled_rows": list(compiled.values()),
+        "compiled": compiled_note,
         "before": before,
     }
     out = write("sim", doc, args.out, heads)
