@@ -9,6 +9,7 @@ PROGRAMS := forward fairgate
 BUILD    := build
 TEST     ?=
 EXP      ?=
+EXT      ?=
 ALGO     ?= all
 SMOKE    ?=
 SCALE    ?= lab
@@ -36,6 +37,7 @@ help:
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
 	@echo "  make sim EXP=name  a scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
+	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
@@ -107,7 +109,8 @@ sim-ext: $(STAMP)
 
 sim: $(STAMP)
 	@test -n "$(EXP)" || { echo "make sim: give EXP=<name> (python -m fairgate_sim --help)"; exit 2; }
-	$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE)
+	$(if $(EXT),$(PY) scripts/sim_ext.py check || $(PY) scripts/sim_ext.py build)
+	$(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache
