@@ -32,6 +32,8 @@ PACKAGES = (("p4src", "fairgate_p4"), ("hosts", "fairgate_hosts"), ("sim", "fair
 COMPILED = (
     "sim/fairgate_sim/port.py",
     "sim/fairgate_sim/switch.py",
+    "sim/fairgate_sim/udp.py",
+    "sim/fairgate_sim/packet.py",
     "p4src/fairgate_p4/header.py",
     "hosts/fairgate_hosts/sender.py",
     "hosts/fairgate_hosts/receiver.py",

@@ -4,7 +4,7 @@ fed the simulated clock (integer microseconds) and the packets' real header byte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import Finished, SenderConfig, SenderCore, Transmit
@@ -33,7 +33,7 @@ class UdpReceiver:
         clock = self.clock
         now_us = round(clock.now * 1e6)  # clock.now_us(), inlined (per packet)
         for out in self.core.on_datagram(pkt.data, now_us, (pkt.src, pkt.sport)):
-            ip, sport = out.peer  # type: ignore[misc]
+            ip, sport = cast(tuple[str, int], out.peer)  # the key on_datagram was given
             data = out.data
             ack = Packet(self.host.ip, ip, self.port, sport, len(data) + UDP_OVERHEAD, UDP, data)
             if out.at_us > now_us:
