@@ -9,6 +9,7 @@ PROGRAMS := forward fairgate
 BUILD    := build
 TEST     ?=
 EXP      ?=
+EXT      ?=
 ALGO     ?= all
 SMOKE    ?=
 SCALE    ?= lab
@@ -19,7 +20,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab run sim report lint bench clean dashboard
+.PHONY: help deps build test test-unit test-ptf test-mininet lab run sim sim-ext report lint bench clean dashboard
 
 help:
 	@echo "FairGate make targets"
@@ -45,8 +46,11 @@ help:
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        regenerate docs/results.md's generated section from the newest runs"
 	@echo "  make sim EXP=name  an old scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
+	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
+	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
+	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
 
@@ -130,12 +134,16 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) scripts/run_benchmarks.py
 
+sim-ext: $(STAMP)
+	$(PY) scripts/sim_ext.py build
+
 sim: $(STAMP)
 	@test -n "$(EXP)" || { echo "make sim: give EXP=<file.toml or name> (docs/experiments.md)"; exit 2; }
+	$(if $(EXT),$(PY) scripts/sim_ext.py check || $(PY) scripts/sim_ext.py build)
 	@if [ -n "$(EXP_FILE)" ]; then \
-	  $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
+	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
 	else \
-	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
+	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
 	fi
 
 dashboard: $(STAMP)

@@ -1,45 +1,84 @@
-"""The event loop: a thin layer over SimPy's environment (callbacks, no generators).
+"""The event loop: a heap of callbacks (no generators, no event objects).
 
-Every simulated action is a callback scheduled at an absolute time; SimPy keeps the
-heap and the clock. Times are seconds (float); the host cores want integer
-microseconds, which ``now_us`` gives (rounded, so a timer set for ``t_us`` reads
-``t_us`` when it fires).
+Every simulated action is a callback scheduled at an absolute time. Times are seconds
+(float); the host cores want integer microseconds, which ``now_us`` gives (rounded, so
+a timer set for ``t_us`` reads ``t_us`` when it fires).
+
+This replaced SimPy (issue 17: SimPy's ``Timeout`` object, its callback list and a
+closure per event were a third of the run time) and keeps SimPy's semantics exactly,
+so a run gives the same results on the same seed, bit for bit
+(tests/unit/sim/test_same_seed.py):
+
+- an event is a heap entry ``(time, seq, fn, args)``; ties in time run in the order
+  they were scheduled (SimPy: ``(time, NORMAL, eid)``, every event here being a
+  ``Timeout`` of the same priority);
+- the time is computed as SimPy computes it, ``now + delay`` with ``delay = t - now``
+  (0 when ``t`` is in the past), which may differ from ``t`` in the last bit;
+- ``run(until)`` runs the events before ``until`` (not those at ``until``: SimPy's
+  stop event is urgent) and leaves the clock at ``until``; the clock starts at the
+  integer 0 as SimPy's does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappop, heappush
+from itertools import count
 from typing import Any
 
-import simpy
-from simpy.events import Timeout
-
 US = 1e-6
+ENGINE = "fairgate_sim.engine (heapq, SimPy's ordering)"
+
+Event = tuple[float, int, Callable[..., Any], tuple[Any, ...]]
 
 
 class Clock:
-    """Simulated time and scheduling."""
+    """Simulated time and scheduling. ``now`` is the current time (s), ``events`` the
+    number of callbacks scheduled so far."""
+
+    __slots__ = ("events", "now", "queue", "seq")
 
     def __init__(self) -> None:
-        self.env = simpy.Environment()
+        self.now: float = 0  # SimPy's initial time is the int 0
         self.events = 0
-
-    @property
-    def now(self) -> float:
-        return self.env.now
+        #: the pending events, a heap of ``(time, seq, fn, args)`` (push with ``push``)
+        self.queue: list[Event] = []
+        #: insertion order, the heap's tie-break (the packet path pushes with it too)
+        self.seq = count()
 
     def now_us(self) -> int:
-        return round(self.env.now * 1e6)
+        return round(self.now * 1e6)
 
     def at(self, t: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn(*args)`` at simulated time ``t`` (now if ``t`` is in the past)."""
-        delay = t - self.env.now
-        ev = Timeout(self.env, delay if delay > 0 else 0.0)
-        ev.callbacks.append(lambda _ev: fn(*args))  # type: ignore[union-attr]
+        now = self.now
+        delay = t - now
+        heappush(self.queue, (now + (delay if delay > 0 else 0.0), next(self.seq), fn, args))
+        self.events += 1
+
+    def push(self, t: float, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        """``at(t, fn, *args)`` for a ``t`` not in the past, args already a tuple (the
+        packet path's form: no argument packing)."""
+        now = self.now
+        heappush(self.queue, (now + (t - now), next(self.seq), fn, args))
         self.events += 1
 
     def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
-        self.at(self.env.now + delay, fn, *args)
+        self.at(self.now + delay, fn, *args)
 
     def run(self, until: float) -> None:
-        self.env.run(until=until)
+        """Run every event before ``until``; the clock then reads ``until``."""
+        stop_at = until if isinstance(until, int) else float(until)
+        if stop_at <= self.now:
+            raise ValueError(f"until ({stop_at}) must be greater than the current simulation time")
+        stop = self.now + (stop_at - self.now)
+        q = self.queue
+        pop = heappop
+        while q:
+            t, _seq, fn, args = q[0]
+            if t >= stop:
+                break
+            pop(q)
+            self.now = t
+            fn(*args)
+        self.now = stop

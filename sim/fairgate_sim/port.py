@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heappush
 
 from fairgate_sim.engine import Clock
 from fairgate_sim.packet import Packet
@@ -65,6 +66,9 @@ class OutputPort:
     _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
     _free_at: float = 0.0
 
+    def __post_init__(self) -> None:
+        self._arrive_cb = self._arrive  # one bound method, not one per packet
+
     def queue_len(self) -> int:
         """Packets waiting (not yet through egress) at the current time."""
         self.drain(self.clock.now)
@@ -72,36 +76,55 @@ class OutputPort:
 
     def send(self, pkt: Packet) -> bool:
         """Enqueue; False when the queue is full (drop-tail)."""
-        now = self.clock.now
-        self.drain(now)
-        depth = len(self._pending)
-        if depth >= self.params.depth:
+        # The packet path: every packet through every port comes here, so the clock's
+        # heap is pushed directly (``Clock.push``, inlined) and egress is inlined.
+        clock = self.clock
+        now = clock.now
+        q = self._pending
+        if q and q[0][0] <= now:
+            self.drain(now)
+        depth = len(q)
+        p = self.params
+        if depth >= p.depth:
             self.stats.dropped += 1
             return False
-        p = self.params
         if p.rate_pps is not None:
             service, wire = 1.0 / p.rate_pps, 0.0
         else:
             service = wire = pkt.size / p.rate_Bps  # type: ignore[operator]
-        start = self._free_at if self._free_at > now else now
+        free = self._free_at
+        start = free if free > now else now
         self._free_at = start + service
-        self.clock.at(start + wire + p.delay_s, self._arrive, pkt)
+        heappush(
+            clock.queue,
+            (now + (start + wire + p.delay_s - now), next(clock.seq), self._arrive_cb, (pkt,)),
+        )
+        clock.events += 1
         if start > now:
-            self._pending.append((start, pkt, depth))
-            if depth + 1 > self.stats.max_queue:
-                self.stats.max_queue = depth + 1
+            q.append((start, pkt, depth))
+            stats = self.stats
+            if depth + 1 > stats.max_queue:
+                stats.max_queue = depth + 1
             if self.eager:
-                self.clock.at(start, self.drain, start)
+                clock.at(start, self.drain, start)
         else:
-            self._egress(pkt, depth, now)
+            stats = self.stats
+            stats.sent += 1
+            stats.sent_bytes += pkt.size
+            if self.egress is not None:
+                self.egress(self.port, pkt, depth, now)
         return True
 
     def drain(self, now: float) -> None:
         """Run egress for every packet that has left the queue by ``now``."""
         q = self._pending
+        stats, egress, port = self.stats, self.egress, self.port
         while q and q[0][0] <= now:
             t, pkt, depth = q.popleft()
-            self._egress(pkt, depth, t)
+            stats.sent += 1  # self._egress(pkt, depth, t), inlined
+            stats.sent_bytes += pkt.size
+            if egress is not None:
+                egress(port, pkt, depth, t)
 
     def _egress(self, pkt: Packet, depth: int, t: float) -> None:
         self.stats.sent += 1
@@ -110,6 +133,11 @@ class OutputPort:
             self.egress(self.port, pkt, depth, t)
 
     def _arrive(self, pkt: Packet) -> None:
-        self.drain(self.clock.now)
-        if self.deliver is not None and not pkt.dropped:
-            self.deliver(pkt)
+        q = self._pending
+        if q:
+            now = self.clock.now
+            if q[0][0] <= now:
+                self.drain(now)
+        deliver = self.deliver
+        if deliver is not None and not pkt.dropped:
+            deliver(pkt)

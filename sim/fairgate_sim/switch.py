@@ -20,13 +20,19 @@ from dataclasses import dataclass, field
 
 from fairgate_controller.telemetry import Buckets, Snapshot
 from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, RateHeader
+from fairgate_p4.header import _PACKER, FIELDS, HEADER_BYTES, RateHeader
 from fairgate_sim.engine import Clock
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.meter import PacketMeter
-from fairgate_sim.packet import TCP, Packet
+from fairgate_sim.packet import TCP, UDP, Packet
 from fairgate_sim.port import OutputPort
 
+# The rate header's struct, from the codec (fields in fg_rate_t order).
+_HEADER = _PACKER
+_RATE, _RTT, _FLAGS = (FIELDS.index(f) for f in ("rate_kbps", "rtt_us", "flags"))
+_MAX_PORTS, _BUCKET_BITS = g.FG_MAX_PORTS, g.FG_HIST_BUCKET_BITS
+_FG_PORT, _VERSION, _KIND_DATA = g.FG_UDP_PORT, g.FG_VERSION, g.FG_KIND_DATA
+_CONGESTED = g.FG_FLAG_CONGESTED
 NBUCKETS = g.FG_HIST_BUCKETS
 LAST = NBUCKETS - 1
 _SYN, _ACK, _RST, _FIN = g.TCP_FLAG_SYN, g.TCP_FLAG_ACK, g.TCP_FLAG_RST, g.TCP_FLAG_FIN
@@ -129,7 +135,7 @@ class SimSwitch:
         if port is None:
             self.stats.no_route += 1
             return
-        counted = port < g.FG_MAX_PORTS
+        counted = port < _MAX_PORTS
         if self.ficcrd is not None:
             pkt.fc = None
             if counted:
@@ -171,40 +177,53 @@ class SimSwitch:
     # ---- egress ------------------------------------------------------------------
     def egress(self, port: int, pkt: Packet, enq_depth: int, t: float | None = None) -> None:
         """A packet leaving ``port``'s queue at ``t`` (default: now)."""
-        counted = port < g.FG_MAX_PORTS
-        base = port << g.FG_HIST_BUCKET_BITS
+        # Every packet through every port comes here: globals are bound once
+        # (module constants), the bucket lookups inlined and the rate header read as
+        # a tuple, a ``RateHeader`` built only when the packet is stamped.
+        counted = port < _MAX_PORTS
+        base = port << _BUCKET_BITS
         if counted and not pkt.e2e_clone:  # an RD clone never arrived: not counted
             c = self.departures[port]
             c[0] += 1
             c[1] += pkt.size
-            self.qhist[base | bucket_of(self._qb, enq_depth)] += 1
+            b = bisect_right(self._qb, enq_depth) - 1
+            self.qhist[base | (b if 0 <= b < LAST else LAST)] += 1
         if self.ficcrd is not None and counted and (pkt.fc is not None or pkt.e2e_clone):
             when = self.clock.now if t is None else t
             self.ficcrd.egress(port, pkt, enq_depth, when, self._send_clone)
         data = pkt.data
-        if data is None or not pkt.fg_port or len(data) < HEADER_BYTES:
+        if (
+            data is None
+            or pkt.proto != UDP
+            or (pkt.dport != _FG_PORT and pkt.sport != _FG_PORT)
+            or len(data) < HEADER_BYTES
+        ):
             return
-        if data[0] != g.FG_VERSION or data[1] != g.FG_KIND_DATA:
+        if data[0] != _VERSION or data[1] != _KIND_DATA:
             return  # only stampable data packets are counted and stamped
-        hdr = RateHeader.unpack(data, strict=False)
-        if hdr.rate_kbps == 0:
+        fields = _HEADER.unpack_from(data, 0)
+        rate_kbps = fields[_RATE]
+        if rate_kbps == 0:
             return  # FG_RATE_ZERO: forwarded unchanged
-        if hdr.rtt_us != 0 and counted:
-            self.rhist[base | bucket_of(self._rb, hdr.rtt_us)] += 1
+        rtt_us = fields[_RTT]
+        if rtt_us != 0 and counted:
+            b = bisect_right(self._rb, rtt_us) - 1
+            self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
         entry = self.feedback.get(port)
         if entry is None:
             return
         fair, congested = entry
-        changed = False
-        if fair != 0 and hdr.rate_kbps > fair:
+        stamp = fair != 0 and rate_kbps > fair
+        flag = congested and not fields[_FLAGS] & _CONGESTED
+        if not (stamp or flag):
+            return
+        hdr = RateHeader(*fields)
+        if stamp:
             hdr.rate_kbps = fair
-            changed = True
             self.stats.stamped += 1
-        if congested and not hdr.flags & g.FG_FLAG_CONGESTED:
-            hdr.flags |= g.FG_FLAG_CONGESTED
-            changed = True
+        if flag:
+            hdr.flags |= _CONGESTED
             self.stats.flagged += 1
-        if changed:
-            buf = bytearray(data)
-            hdr.pack_into(buf, 0)
-            pkt.data = buf
+        buf = bytearray(data)
+        hdr.pack_into(buf, 0)
+        pkt.data = buf

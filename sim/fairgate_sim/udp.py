@@ -4,14 +4,16 @@ fed the simulated clock (integer microseconds) and the packets' real header byte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import Finished, SenderConfig, SenderCore, Transmit
 from fairgate_p4 import generated as g
 from fairgate_sim.engine import Clock
 from fairgate_sim.network import SimHost
-from fairgate_sim.packet import Packet, udp_packet
+from fairgate_sim.packet import UDP, UDP_OVERHEAD, Packet
+
+_FG_PORT = g.FG_UDP_PORT
 
 
 @dataclass
@@ -28,11 +30,14 @@ class UdpReceiver:
 
     def on_packet(self, pkt: Packet) -> None:
         assert pkt.data is not None
-        for out in self.core.on_datagram(pkt.data, self.clock.now_us(), (pkt.src, pkt.sport)):
-            ip, sport = out.peer  # type: ignore[misc]
-            ack = udp_packet(self.host.ip, ip, self.port, sport, out.data)
-            if out.at_us > self.clock.now_us():
-                self.clock.at(out.at_us * 1e-6, self.host.send, ack)
+        clock = self.clock
+        now_us = round(clock.now * 1e6)  # clock.now_us(), inlined (per packet)
+        for out in self.core.on_datagram(pkt.data, now_us, (pkt.src, pkt.sport)):
+            ip, sport = cast(tuple[str, int], out.peer)  # the key on_datagram was given
+            data = out.data
+            ack = Packet(self.host.ip, ip, self.port, sport, len(data) + UDP_OVERHEAD, UDP, data)
+            if out.at_us > now_us:
+                clock.at(out.at_us * 1e-6, self.host.send, ack)
             else:
                 self.host.send(ack)
 
@@ -69,7 +74,7 @@ class UdpSender:
 
     def on_packet(self, pkt: Packet) -> None:
         assert pkt.data is not None
-        self.core.on_datagram(pkt.data, self.clock.now_us())
+        self.core.on_datagram(pkt.data, round(self.clock.now * 1e6))
         self._poll()
 
     def _wake(self, token: int) -> None:
@@ -80,15 +85,16 @@ class UdpSender:
 
     def _poll(self) -> None:
         core = self.core
-        now = self.clock.now_us()
-        while True:
-            act = core.poll(now)
-            if type(act) is Transmit:
-                self.host.send(
-                    udp_packet(self.host.ip, self.dst_ip, self.sport, g.FG_UDP_PORT, act.data)
-                )
-                continue
-            break
+        now = round(self.clock.now * 1e6)  # clock.now_us(), inlined (per packet)
+        poll = core.poll
+        act = poll(now)
+        if type(act) is Transmit:
+            host = self.host
+            src, dst, sport = host.ip, self.dst_ip, self.sport
+            while type(act) is Transmit:
+                data = act.data
+                host.send(Packet(src, dst, sport, _FG_PORT, len(data) + UDP_OVERHEAD, UDP, data))
+                act = poll(now)
         if type(act) is Finished:
             self._token += 1
             self.host.unbind(self.sport)

@@ -1,0 +1,128 @@
+"""Short seeded simulator runs whose every output is fingerprinted, so a change to the
+simulator's speed can be checked to change no result (``test_same_seed.py``).
+
+Each run's outputs (per-flow rate series, the controller's per-port records, every
+port's and switch's counters, the number of scheduled events, TCP/FICCRD results) are
+turned into canonical JSON (floats as ``repr``, so bit-exact) and hashed per part, so a
+failure says which part changed. ``python tests/unit/sim/golden_runs.py --write``
+records the current code's digests in ``golden/digests.json``; do that only for a
+change that is *meant* to alter results, and say why in the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "digests.json"
+
+
+def _canon(obj: Any) -> Any:
+    """JSON-able, order-fixed form (dict keys as strings, tuples as lists, objects as dicts)."""
+    if isinstance(obj, dict):
+        return {str(k): _canon(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_canon(v) for v in obj]
+    if isinstance(obj, float):
+        return repr(obj)  # bit-exact
+    if obj is None or isinstance(obj, bool | int | str):
+        return obj
+    if hasattr(obj, "__dataclass_fields__"):
+        return {f: _canon(getattr(obj, f)) for f in obj.__dataclass_fields__}
+    return repr(obj)
+
+
+def digest(obj: Any) -> str:
+    text = json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _net_state(net: Any) -> dict[str, Any]:
+    ports = {f"{s}:{p}": out.stats for s, sw in net.switches.items() for p, out in sw.ports.items()}
+    ports |= {f"{h}:up": host.uplink.stats for h, host in net.hosts.items()}
+    switches = {s: {"stats": sw.stats, "snapshot": sw.snapshot()} for s, sw in net.switches.items()}
+    return {
+        "ports": ports,
+        "switches": switches,
+        "now": net.clock.now,
+        "events": net.clock.events,
+    }
+
+
+def _core_state(core: Any) -> dict[str, Any]:
+    """A sender core's scalar state (window, granted rate, counters, timers)."""
+    values = {k: getattr(core, k, None) for k in dir(core) if not k.startswith("__")}
+    return {k: v for k, v in values.items() if isinstance(v, int | float | str)}
+
+
+def udp_dumbbell(algo: str) -> dict[str, Any]:
+    """12 users over a 20 Mbit/s dumbbell, 40 ms of ack delay, 2.5 s."""
+    from fairgate_sim.runner import Flow, RunConfig, start_udp
+    from fairgate_sim.scenarios import dumbbell
+
+    spec, s, r = dumbbell(4, 20e6 / 8, depth=80)
+    flows = [Flow(f"u{i}", s[i % 4], r[i % 4], 0.05 * i, 2.5) for i in range(12)]
+    cfg = RunConfig(algo=algo, ack_delay_s=0.04, start_jitter_s=0.1, seed=7)  # type: ignore[arg-type]
+    run = start_udp(spec, flows, cfg)
+    run.net.run(2.0)
+    run.net.run(2.6)  # a second run() continues where the first stopped
+    return {
+        "series": run.series,
+        "records": run.controller.recorder.records,
+        "net": _net_state(run.net),
+        "senders": {n: _core_state(tx.core) for n, tx in run.senders.items()},
+    }
+
+
+def parking_lot_lab() -> dict[str, Any]:
+    """The lab-scale parking lot (packet-rate queues, exact-queue probe off), smoke, 3 s."""
+    from fairgate_sim.labs_udp import parking_lot
+
+    lab = parking_lot("lab", True)
+    result, net = lab.run("lestas", 3, None)
+    return {"result": result, "net": _net_state(net)}
+
+
+def ficcrd_tcp(algo: str) -> dict[str, Any]:
+    """Ten Reno uploads, droptail or FICCRD, the ficcrd lab shortened to 2 s."""
+    from fairgate_sim.ficcrd_lab import FiccrdLab
+
+    result, net = FiccrdLab("lab", duration_s=2.0).run(algo, 1, None)
+    return {"result": result, "net": _net_state(net)}
+
+
+RUNS: dict[str, Callable[[], dict[str, Any]]] = {
+    "udp-qfcp": lambda: udp_dumbbell("qfcp"),
+    "udp-lestas": lambda: udp_dumbbell("lestas"),
+    "udp-rcp": lambda: udp_dumbbell("rcp"),
+    "udp-parking-lot": parking_lot_lab,
+    "tcp-droptail": lambda: ficcrd_tcp("droptail"),
+    "tcp-ficcrd": lambda: ficcrd_tcp("ficcrd"),
+}
+
+
+def digests(name: str) -> dict[str, str]:
+    out = RUNS[name]()
+    return {part: digest(value) for part, value in sorted(out.items())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--write", action="store_true", help=f"record the digests in {GOLDEN}")
+    args = p.parse_args(argv)
+    got = {name: digests(name) for name in RUNS}
+    print(json.dumps(got, indent=2))
+    if args.write:
+        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {GOLDEN}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

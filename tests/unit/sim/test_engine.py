@@ -1,0 +1,52 @@
+"""The event core keeps SimPy's semantics: ties in time run in scheduling order, a time
+in the past runs now, ``run(until)`` stops before events at ``until`` and leaves the
+clock there, and a later ``run`` continues from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate_sim.engine import Clock
+
+
+def test_ties_run_in_scheduling_order_and_past_runs_now() -> None:
+    clock = Clock()
+    seen: list[tuple[float, str]] = []
+
+    def note(tag: str) -> None:
+        seen.append((clock.now, tag))
+
+    clock.at(0.5, note, "b")
+    clock.at(0.2, note, "a")
+    clock.at(0.5, note, "c")
+    clock.push(0.5, note, ("d",))
+
+    def late() -> None:
+        clock.at(0.1, note, "past")  # in the past: runs at 0.3, after what is due now
+        note("late")
+
+    clock.at(0.3, late)
+    clock.run(1.0)
+    assert seen == [(0.2, "a"), (0.3, "late"), (0.3, "past"), (0.5, "b"), (0.5, "c"), (0.5, "d")]
+    assert clock.events == 6 and clock.now == 1.0
+
+
+def test_run_stops_before_until_and_continues() -> None:
+    clock = Clock()
+    seen: list[float] = []
+    for t in (0.5, 1.0, 1.5):
+        clock.at(t, lambda: seen.append(clock.now))
+    clock.run(1.0)
+    assert seen == [0.5] and clock.now == 1.0  # the event at 1.0 waits
+    clock.run(2.0)
+    assert seen == [0.5, 1.0, 1.5] and clock.now == 2.0
+    with pytest.raises(ValueError, match="must be greater"):
+        clock.run(2.0)
+
+
+def test_after_and_now_us() -> None:
+    clock = Clock()
+    got: list[int] = []
+    clock.after(0.25, lambda: got.append(clock.now_us()))
+    clock.run(1)
+    assert got == [250_000] and clock.now == 1
