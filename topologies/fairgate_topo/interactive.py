@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -244,6 +244,27 @@ def lab_environment(run_dir: Path) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def settle_shells(hosts: Iterable[Any], timeout_s: float = 5.0) -> list[str]:
+    """Hosts whose shell still ran a foreground command, now idle again.
+
+    Mininet cannot stop a network while a host shell runs a foreground command: removing
+    the host's veth goes through ``Node.cmd``, which asserts the shell is not waiting, and
+    the half-stopped network then leaves its switches running. So: interrupt the command,
+    read the shell's output up to its prompt (bounded), and mark the shell idle."""
+    settled = []
+    for host in hosts:
+        if not getattr(host, "waiting", False):
+            continue
+        settled.append(str(host.name))
+        with contextlib.suppress(Exception):
+            host.sendInt()
+            deadline = time.monotonic() + timeout_s
+            while host.waiting and time.monotonic() < deadline:
+                host.monitor(timeoutms=200)
+        host.waiting = False
+    return settled
+
+
 def tell(text: str) -> None:
     """Print, unless the terminal is gone (SIGHUP, a closed pipe): clean-up must go on."""
     with contextlib.suppress(OSError, ValueError):
@@ -390,6 +411,7 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
                             for p in processes_in(namespaces, shells | {os.getpid()})
                         }
                     ),
+                    lambda: settle_shells(net.net.hosts),  # before net.stop() (``with net``)
                 ]
                 for step in steps:  # each runs, whatever the others do
                     try:
@@ -427,6 +449,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run_id = args.run_id or "cli-" + time.strftime("%Y%m%d-%H%M%S")
     run_dir = (args.results / spec.name / run_id).resolve()
+    # Ctrl-C must reach the prompt and, through Mininet, the host commands, even when this
+    # process was started with SIGINT ignored (a background job of a non-interactive shell,
+    # as CI starts it): handled signals are reset to their default at exec, ignored ones
+    # are inherited by every host shell and command.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     code = 0

@@ -102,3 +102,31 @@ def test_start_up_failure_is_one_line_with_details_in_the_run_folder(
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("make run: s1: switch process 42 exited during start-up (details: ")
     assert "Traceback" in (tmp_path / "two-bottleneck" / "t" / "error.txt").read_text()
+
+
+class FakeShell:
+    """A Mininet host shell as settle_shells sees it: ``waiting`` until the prompt shows."""
+
+    def __init__(self, name: str, waiting: bool, answers: bool) -> None:
+        self.name, self.waiting, self.answers = name, waiting, answers
+        self.interrupts = 0
+        self.reads = 0
+
+    def sendInt(self) -> None:
+        self.interrupts += 1
+
+    def monitor(self, timeoutms: int | None = None) -> str:
+        self.reads += 1
+        if self.answers and self.interrupts:
+            self.waiting = False  # the shell printed its prompt after the Ctrl-C
+        return ""
+
+
+def test_settle_shells_interrupts_busy_shells_and_never_blocks() -> None:
+    idle = FakeShell("h1", waiting=False, answers=True)
+    busy = FakeShell("h2", waiting=True, answers=True)
+    deaf = FakeShell("h3", waiting=True, answers=False)
+    assert ia.settle_shells([idle, busy, deaf], timeout_s=0.3) == ["h2", "h3"]
+    assert idle.interrupts == 0 and idle.reads == 0
+    assert busy.interrupts == 1 and not busy.waiting
+    assert deaf.interrupts == 1 and not deaf.waiting and deaf.reads >= 1
