@@ -74,6 +74,7 @@ control RateFeedback(inout tna_headers_t hdr,
                      in egress_intrinsic_metadata_t eg_intr_md) {
     bit<32> excess;
 
+    @hidden
     action compare_rate() {
         excess = hdr.fg.rate_kbps |-| meta.fair_rate_kbps;
     }

@@ -46,6 +46,7 @@ control FgIngress(inout tna_headers_t hdr,
     FiccrdIngress() ficcrd;
 #endif
 
+    @hidden
     action start_bridge() {
         meta.bridge.setValid();
         meta.bridge.kind = FG_TNA_BRIDGED;
@@ -77,28 +78,43 @@ control FgIngress(inout tna_headers_t hdr,
     }
 
     apply {
+        /* Sanity, routing and classification run side by side (each writes
+         * its own verdict); the anomaly counted is then chosen with
+         * fairgate.p4's precedence: a drop reason of sanity, then no route,
+         * then the rate header, TCP flags, L4, IPv4 options. */
         start_bridge();
         sanity.apply(hdr, meta, ig_dprsr_md);
-        if (meta.dropped == 0) {
-            routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+        routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+        classify.apply(hdr, meta, ig_dprsr_md);
+        if (meta.sanity_drop == 1) {
+            meta.anomaly = meta.sanity_anomaly;
+        } else if (meta.no_route == 1) {
+            meta.anomaly = FG_ANOMALY_NO_ROUTE;
+        } else if (meta.fg_anomaly != FG_ANOMALY_NONE) {
+            meta.anomaly = meta.fg_anomaly;
+        } else if (meta.syn_anomaly != FG_ANOMALY_NONE) {
+            meta.anomaly = meta.syn_anomaly;
+        } else if (meta.l4_anomaly != FG_ANOMALY_NONE) {
+            meta.anomaly = meta.l4_anomaly;
+        } else {
+            meta.anomaly = meta.sanity_anomaly;
         }
-        if (meta.dropped == 0) {
-            classify.apply(hdr, meta, ig_dprsr_md);
-        }
-        if (meta.dropped == 0) {
+        if (meta.sanity_drop == 0 && meta.no_route == 0 && meta.syn_drop == 0) {
             if (ig_tm_md.ucast_egress_port < FG_MAX_PORTS) {
+#ifndef FG_TNA_NO_ADMISSION
+                /* Before FICCRD here (after it in fairgate.p4): admission only
+                 * sees TCP, FICCRD only moves UDP RDs to another port. */
+                if (hdr.tcp.isValid()) {
+                    admission.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+                }
+#endif
 #ifndef FG_TNA_NO_FICCRD
                 if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
                     ficcrd.apply(hdr, meta, ig_intr_md, ig_tm_md);
                 }
 #endif
-#ifndef FG_TNA_NO_ADMISSION
-                if (hdr.tcp.isValid()) {
-                    admission.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
-                }
-#endif
 #ifndef FG_TNA_NO_TELEMETRY
-                if (meta.dropped == 0) {
+                if (meta.meter_drop == 0) {
                     arrivals.apply(ig_tm_md);
                 }
 #endif

@@ -21,9 +21,6 @@
 
 /* 14 Ethernet + 20 IPv4 + 8 UDP + 28 fg_rate_t + 8 fg_rd_t */
 #define FG_RD_IP_BYTES 64
-/* round(32 log2 2920) + window offset; the window keys (fairgate_p4.tna_math) */
-#define FG_TNA_WIN_FLOOR_KEY 1392
-#define FG_TNA_WIN_BASE_KEY 608
 
 control FiccrdEgress(inout tna_headers_t hdr,
                      inout tna_egress_meta_t meta,
@@ -39,8 +36,10 @@ control FiccrdEgress(inout tna_headers_t hdr,
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_apr;
     @name(".ficcrd_flow_packets")
     Register<bit<16>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_packets;
-    @name(".ficcrd_flow_er")
-    Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_er;
+    /* v1model keeps ER and multiplies ER x RTT per ACK; TNA keeps
+     * log2(ER) + log2(RTT) (+ offsets) from the last RD, FG_TNA_NO_ER = none. */
+    @name(".ficcrd_flow_log_window")
+    Register<bit<16>, bit<10>>(FG_FICCRD_FLOWS, FG_TNA_NO_ER) flow_log_window;
     @name(".ficcrd_flow_rtt")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_rtt;
     @name(".ficcrd_flow_wscale")
@@ -81,22 +80,21 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<32> apr_a;
     bit<32> apr_b;
     bit<32> apr_c;
-    bit<32> er;
     bit<32> rtt;
     bit<32> base_rtt;
-    bit<1>  learned;
     bit<1>  clone;
     bit<8>  shift;
     bit<16> shift32;
-    bit<16> win_base;
-    bit<16> win_floor;
+    bit<16> log_window;
     bit<16> win_key;
     bit<16> new_window;
     bit<16> window_excess;
-    bit<32> log_in_a;
-    bit<32> log_in_b;
-    bit<16> log_a_out;
-    bit<16> log_b_out;
+    bit<32> log_in_er;
+    bit<32> log_in_rtt;
+    bit<32> log_in_mapr;
+    bit<16> log_er_out;
+    bit<16> log_rtt_out;
+    bit<16> log_mapr_out;
     bit<16> log_dpf_out;
     bit<16> er_key;
     bit<32> er_cand;
@@ -107,15 +105,11 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<1>  rd_valid;
     bit<1>  queue_here;
     bit<1>  turned;
-    bit<1>  consume;
     port_id_t queue_port;
     port_id_t edge_port;
     bit<3>  edge_event;
     bit<3>  core_event;
     bit<1>  edge_counted;
-    bit<1>  core_counted;
-    bit<1>  want_window;
-    bit<1>  want_er;
 
     /* ---- register actions ---- */
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_claim = {
@@ -206,20 +200,20 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_er) er_reset = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            value = FG_RATE_UNLIMITED;
-            rv = FG_RATE_UNLIMITED;
+    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_log_window) lw_reset = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            value = FG_TNA_NO_ER;
+            rv = FG_TNA_NO_ER;
         }
     };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_er) er_write = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            value = hdr.fg.rate_kbps;
+    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_log_window) lw_write = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            value = meta.fc.log_window;
             rv = value;
         }
     };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_er) er_read = {
-        void apply(inout bit<32> value, out bit<32> rv) {
+    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_log_window) lw_read = {
+        void apply(inout bit<16> value, out bit<16> rv) {
             rv = value;
         }
     };
@@ -368,65 +362,98 @@ control FiccrdEgress(inout tna_headers_t hdr,
         size = FG_MAX_PORTS * 32;
     }
 
-    action set_log_a(bit<16> log) { log_a_out = log; }
-    action set_log_b(bit<16> log) { log_b_out = log; }
+    action set_log_er(bit<16> log) { log_er_out = log; }
+    action set_log_rtt(bit<16> log) { log_rtt_out = log; }
+    action set_log_mapr(bit<16> log) { log_mapr_out = log; }
     action set_log_dpf(bit<16> log) { log_dpf_out = log; }
     action set_window(bit<16> window) { new_window = window; }
     action set_er(bit<32> rate) { er_cand = rate; }
 
 #include "tna/ficcrd_math_tables.p4"
 
+    @hidden
     action take_clock() {
         meta.fc.now_us = hash_now.get({eg_prsr_md.global_tstamp[41:10]});
     }
+    @hidden
     action take_window() {
         meta.fc.win_now = hash_window.get({10w0, eg_prsr_md.global_tstamp[47:26]});
     }
+    @hidden
     action take_queued_ticks() {
         queued_ticks = hash_queued.get({24w0, eg_intr_md.deq_timedelta[17:10]});
     }
+    @hidden
     action clock_at_enqueue() {
         meta.fc.now_us = meta.fc.now_us - queued_ticks;
     }
 
     /* Dependent arithmetic steps: one action per MAU stage (a Tofino action
      * cannot use a result it computes itself). */
+    @hidden
     action apr_terms() {
         apr_a = closed_bytes >> 3;
         apr_b = closed_bytes >> 8;
         apr_c = closed_bytes >> 9;
     }
+    @hidden
     action apr_diff() {
         meta.fc.apr = apr_a - apr_b;
     }
+    @hidden
     action apr_finish() {
         meta.fc.apr = meta.fc.apr - apr_c;
     }
-    /* rtt + base_rtt, the RTT floor, the window scale in log units. */
-    action window_inputs() {
-        log_in_a = er;
-        log_in_b = rtt + base_rtt;
+    /* RD consumed: the flow's RTT (RD + handshake, at least rtt_min). */
+    @hidden
+    action rd_rtt() {
+        meta.fc.rtt_new = meta.fc.now_us - hdr.fg.ts_us;
+        log_in_er = hdr.fg.rate_kbps;
+    }
+    @hidden
+    action rd_rtt_total() {
+        log_in_rtt = meta.fc.rtt_new + base_rtt;
+    }
+    @hidden
+    action rd_rtt_floor() {
+        log_in_rtt = max(log_in_rtt, meta.bridge.fc_rtt_min_us);
+    }
+    @hidden
+    action rd_log_window() {
+        meta.fc.log_window = log_er_out + log_rtt_out;
+    }
+    @hidden
+    action rd_log_window_offset() {
+        meta.fc.log_window = meta.fc.log_window + FG_TNA_WIN_BASE_KEY;
+    }
+    /* ACK: floor (2920 bytes), then the window scale. */
+    @hidden
+    action window_floor() {
+        win_key = max(log_window, FG_TNA_WIN_FLOOR_KEY);
         shift32 = (bit<16>)shift << FG_TNA_LOG_ONE_SHIFT;
     }
-    action window_bounds() {
-        log_in_b = max(log_in_b, meta.bridge.fc_rtt_min_us);
-        win_base = FG_TNA_WIN_BASE_KEY - shift32;
-        win_floor = FG_TNA_WIN_FLOOR_KEY - shift32;
+    @hidden
+    action window_scale() {
+        win_key = win_key - shift32;
     }
-    action window_key_a() {
-        win_key = log_a_out + win_base;
+    /* The deparser fixes the TCP checksum from the parser's residual
+     * (v1model: RFC 1624 in this action). */
+    @name(".rewrite_window")
+    action rewrite_window() {
+        hdr.tcp.window = new_window;
+        meta.tcp_csum_update = 1;
     }
-    action window_key_b() {
-        win_key = win_key + log_b_out;
-    }
+    @hidden
     action window_compare() {
         window_excess = hdr.tcp.window |-| new_window;
     }
+    @hidden
+    action er_key_sum() {
+        er_key = log_mapr_out + log_dpf_out;
+    }
+    @hidden
     action er_compare() {
         er_excess = hdr.fg.rate_kbps |-| er_cand;
-    }
-    action window_key_floor() {
-        win_key = max(win_key, win_floor);
     }
 
     /* The clone of a flow's k-th packet becomes a forward RD (v1model: build_rd). */
@@ -457,6 +484,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         meta.ipv4_csum_update = 1;
     }
 
+    @hidden
     action clone_rd() {
         meta.rd_mirror.setValid();
         meta.rd_mirror.kind = FG_TNA_MIRRORED;
@@ -468,28 +496,14 @@ control FiccrdEgress(inout tna_headers_t hdr,
     }
 
     apply {
-        /* RD emission stamps the time the clone entered the queue. */
         take_clock();
         take_window();
         if (meta.is_rd_clone == 1) {
+            /* RD emission stamps the time the clone entered the queue. */
             take_queued_ticks();
             clock_at_enqueue();
         }
         meta.fc.pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
-        edge_event = 0;
-        edge_counted = 0;
-        core_event = 0;
-        core_counted = 0;
-        edge_port = eg_intr_md.egress_port;
-        want_window = 0;
-        want_er = 0;
-        matched = 0;
-        log_in_a = 0;
-        log_in_b = 0;
-        log_a_out = 0;
-        log_b_out = 0;
-        win_base = 0;
-        win_floor = 0;
 
         if (meta.is_rd_clone == 1) {
             build_rd();
@@ -497,28 +511,22 @@ control FiccrdEgress(inout tna_headers_t hdr,
             queue_port = eg_intr_md.egress_port;
             queue_here = 1;
             turned = 0;
-            consume = 0;
-            edge_event = FG_EDGE_RD_EMITTED;
-            edge_counted = 1;
         } else {
             rd_valid = meta.bridge.fc_rd_valid;
             queue_port = meta.bridge.fc_queue_port;
             queue_here = meta.bridge.fc_queue_here;
             turned = meta.bridge.fc_turned;
-            consume = meta.bridge.fc_consume;
         }
 
-        /* ---- core: queue depth, MAPR (16-meta.fc.sample sum), DPF ---- */
-        bool core = rd_valid == 1 && queue_port < FG_MAX_PORTS;
-        if (core && queue_here == 0) {
+        /* ---- core: queue depth, MAPR (16-sample sum), DPF, ER ---- */
+        if (rd_valid == 1 && queue_port < FG_MAX_PORTS && queue_here == 0) {
             meta.fc_queue_depth = (bit<19>)queue_seen_read.execute(queue_port[3:0]);
         } else {
             queue_seen_write.execute(eg_intr_md.egress_port[3:0]);
             meta.fc_queue_depth = eg_intr_md.enq_qdepth;
         }
-        if (core) {
+        if (rd_valid == 1 && queue_port < FG_MAX_PORTS) {
             if (ficcrd_dpf.apply().hit) {
-                core_counted = 1;
                 core_event = FG_CORE_MAPR_HELD;
                 if ((hdr.fg.kind == FG_KIND_RD_FORWARD || turned == 1)
                     && hdr.fg_rd.apr_kbps != 0) {
@@ -543,24 +551,50 @@ control FiccrdEgress(inout tna_headers_t hdr,
                     if (msum == 0) {
                         core_event = FG_CORE_MAPR_UNKNOWN;
                     } else {
-                        want_er = 1;
-                        log_in_a = msum;
+                        /* ER = min(ER, MAPR x DPF >> 10) as exp(log MAPR-sum + log DPF') */
+                        log_in_mapr = msum;
+                        log_mapr.apply();
+                        log_dpf.apply();
+                        er_key_sum();
+                        exp_er.apply();
+                        er_compare();
+                        if (er_excess != 0) {
+                            hdr.fg.rate_kbps = er_cand;
+                            meta.fg_rewritten = 1;
+                            core_event = FG_CORE_ER_LOWERED;
+                        } else {
+                            core_event = FG_CORE_ER_KEPT;
+                        }
                     }
                 }
+                core_events.count(queue_port[3:0] ++ core_event);
             }
         }
 
         /* ---- edge ---- */
+        edge_counted = 0;
+        edge_port = eg_intr_md.egress_port;
         if (meta.is_rd_clone == 1) {
-            /* counted above */
-        } else if (consume == 1) {
-            /* Source edge: keep ER and the RD round trip, drop the RD. */
+            edge_event = FG_EDGE_RD_EMITTED;
+            edge_counted = 1;
+        } else if (meta.bridge.fc_consume == 1) {
+            /* Source edge: keep the RD's round trip and log2(ER x RTT), drop the RD. */
             meta.fc.fkey = hdr.fg_rd.flow_key;
             idx = hdr.fg_rd.flow_key[9:0];
-            meta.fc.rtt_new = meta.fc.now_us - hdr.fg.ts_us;
+            rd_rtt();
             matched = key_match.execute(idx);
+            base_rtt = base_read.execute(idx);
+            rd_rtt_total();
+            rd_rtt_floor();
+            log_er.apply();
+            log_rtt.apply();
+            rd_log_window();
+            rd_log_window_offset();
+            if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
+                meta.fc.log_window = FG_TNA_NO_ER;
+            }
             if (matched == 1) {
-                er_write.execute(idx);
+                lw_write.execute(idx);
                 rtt_write.execute(idx);
                 edge_event = FG_EDGE_RD_CONSUMED;
             } else {
@@ -576,7 +610,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         } else if (hdr.tcp.isValid() && meta.bridge.fc_source == 1 && meta.bridge.fc_edge == 0) {
             /* Source edge, a packet of a TCP flow entering the network. */
             meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                                hdr.tcp.src_port, hdr.tcp.dst_port});
+                                         hdr.tcp.src_port, hdr.tcp.dst_port});
             idx = meta.fc.fkey[9:0];
             meta.fc.interval_m1 = meta.bridge.fc_rd_interval - 1;
             if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
@@ -589,7 +623,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
                 window_start.execute(idx);
                 meta.fc.apr = apr_reset.execute(idx);
                 packets_first.execute(idx);
-                er_reset.execute(idx);
+                lw_reset.execute(idx);
                 wscale_reset.execute(idx);
                 base_reset.execute(idx);
                 if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
@@ -612,7 +646,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
                     meta.fc.apr = apr_read.execute(idx);
                 }
                 meta.fc.syn_rtt = syn_take.execute(idx);
-                learned = 0;
                 if (meta.fc.syn_rtt != 0) {
                     base_rtt = base_learn.execute(idx);
                     if (base_rtt != 0) {
@@ -633,66 +666,38 @@ control FiccrdEgress(inout tna_headers_t hdr,
         } else if (hdr.tcp.isValid() && meta.bridge.fc_edge == 1 && meta.bridge.fc_source == 0) {
             /* Source edge, a segment going back to a TCP sender. */
             meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
-                                 hdr.tcp.dst_port, hdr.tcp.src_port});
+                                          hdr.tcp.dst_port, hdr.tcp.src_port});
             idx = meta.fc.fkey[9:0];
+            meta.fc.shift_in = 0;
+            if (meta.bridge.tcp_wscale_seen == 1) {
+                meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
+            }
             matched = key_match.execute(idx);
-            er = er_read.execute(idx);
-            rtt = rtt_read.execute(idx);
-            base_rtt = base_read.execute(idx);
+            log_window = lw_read.execute(idx);
             if (matched == 1) {
                 if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
                     == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-                    meta.fc.shift_in = 0;
-                    if (meta.bridge.tcp_wscale_seen == 1) {
-                        meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
-                    }
+                    /* The receiver's shift applies to every later window it sends. */
                     wscale_write.execute(idx);
                     edge_event = FG_EDGE_WSCALE_LEARNED;
                     edge_counted = 1;
                 } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                           == TCP_FLAG_ACK && er != FG_RATE_UNLIMITED) {
+                           == TCP_FLAG_ACK) {
                     shift = wscale_read.execute(idx);
-                    window_inputs();
-                    window_bounds();
-                    want_window = 1;
+                    if (log_window != FG_TNA_NO_ER) {
+                        /* bytes = ER x RTT >> 13, at least 2920, >> wscale, at least 1 */
+                        window_floor();
+                        window_scale();
+                        exp_window.apply();
+                        window_compare();
+                        if (window_excess != 0) {
+                            rewrite_window();
+                            edge_event = FG_EDGE_WINDOW_REWRITTEN;
+                            edge_counted = 1;
+                        }
+                    }
                 }
             }
-        }
-
-        /* ---- the log/exp tables, applied once for whichever path needs them ---- */
-        if (want_window == 1 || want_er == 1) {
-            log_a.apply();
-        }
-        if (want_window == 1) {
-            log_b.apply();
-            window_key_a();
-            window_key_b();
-            window_key_floor();
-            exp_window.apply();
-            window_compare();
-            if (window_excess != 0) {
-                hdr.tcp.window = new_window;
-                meta.tcp_csum_update = 1;
-                edge_event = FG_EDGE_WINDOW_REWRITTEN;
-                edge_counted = 1;
-            }
-        }
-        if (want_er == 1) {
-            log_dpf.apply();
-            er_key = log_a_out + log_dpf_out;
-            exp_er.apply();
-            er_compare();
-            if (er_excess != 0) {
-                hdr.fg.rate_kbps = er_cand;
-                meta.fg_rewritten = 1;
-                core_event = FG_CORE_ER_LOWERED;
-            } else {
-                core_event = FG_CORE_ER_KEPT;
-            }
-        }
-
-        if (core_counted == 1) {
-            core_events.count(queue_port[3:0] ++ core_event);
         }
         if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
             edge_events.count(edge_port[3:0] ++ edge_event);

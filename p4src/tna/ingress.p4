@@ -13,22 +13,24 @@ control InputSanity(inout tna_headers_t hdr,
                     inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     bit<16> min_len;
     bit<16> short_by;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) ihl_bytes;
 
+    @hidden
     action reject(bit<8> reason) {
         ig_dprsr_md.drop_ctl = 1;
-        meta.dropped = 1;
-        meta.anomaly = reason;
+        meta.sanity_drop = 1;
+        meta.sanity_anomaly = reason;
     }
-
-    /* total_len < ihl * 4 without comparing two fields (a gateway can
-     * only compare a field with a constant): saturating subtract. */
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) ihl_bytes;
 
     /* ihl x 4 through the hash unit: an ALU op on ihl alone would split the
      * version/ihl byte, which the deparser must emit whole. */
+    @hidden
     action header_bytes() {
         min_len = ihl_bytes.get({10w0, hdr.ipv4.ihl, 2w0});
     }
+    /* total_len < ihl * 4 without comparing two fields (a gateway can
+     * only compare a field with a constant): saturating subtract. */
+    @hidden
     action measure_length() {
         short_by = min_len |-| hdr.ipv4.total_len;
     }
@@ -51,7 +53,7 @@ control InputSanity(inout tna_headers_t hdr,
         } else if (hdr.ipv4.ttl <= 1) {
             reject(FG_ANOMALY_TTL_EXPIRED);
         } else if (meta.ipv4_options == 1) {
-            meta.anomaly = FG_ANOMALY_IPV4_OPTIONS;
+            meta.sanity_anomaly = FG_ANOMALY_IPV4_OPTIONS;
         }
     }
 }
@@ -82,8 +84,7 @@ control Ipv4Routing(inout tna_headers_t hdr,
     @name(".drop_no_route")
     action drop_no_route() {
         ig_dprsr_md.drop_ctl = 1;
-        meta.dropped = 1;
-        meta.anomaly = FG_ANOMALY_NO_ROUTE;
+        meta.no_route = 1;
     }
 
     @name(".ipv4_routes")
@@ -107,14 +108,24 @@ control Ipv4Routing(inout tna_headers_t hdr,
 control L4Classify(inout tna_headers_t hdr,
                    inout tna_ingress_meta_t meta,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    action note(bit<8> reason) {
-        meta.anomaly = reason;
+    /* Three independent verdicts (L4, TCP flags, rate header) that the
+     * ingress combines with v1model's precedence (fairgate_tna.p4): one
+     * variable each, so that the checks run side by side in the same stages. */
+    @hidden
+    action note_l4(bit<8> reason) {
+        meta.l4_anomaly = reason;
     }
 
+    @hidden
     action reject(bit<8> reason) {
         ig_dprsr_md.drop_ctl = 1;
-        meta.dropped = 1;
-        meta.anomaly = reason;
+        meta.syn_drop = 1;
+        meta.syn_anomaly = reason;
+    }
+
+    @hidden
+    action note(bit<8> reason) {
+        meta.fg_anomaly = reason;
     }
 
     /* Room in the UDP datagram beyond a rate header and beyond an RD:
@@ -122,6 +133,7 @@ control L4Classify(inout tna_headers_t hdr,
     bit<16> fg_room;
     bit<16> rd_room;
 
+    @hidden
     action measure_udp() {
         fg_room = hdr.udp.length |-| (8 + FG_HEADER_BYTES - 1);
         rd_room = hdr.udp.length |-| (8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1);
@@ -140,13 +152,13 @@ control L4Classify(inout tna_headers_t hdr,
             }
         }
         if (fragment == 1) {
-            note(FG_ANOMALY_IPV4_FRAGMENT);
+            note_l4(FG_ANOMALY_IPV4_FRAGMENT);
         } else if (meta.ipv4_options == 1) {
             /* L4 is not parsed behind IPv4 options on TNA (parser.p4). */
         } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
-            note(FG_ANOMALY_L4_TRUNCATED);
+            note_l4(FG_ANOMALY_L4_TRUNCATED);
         } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
-            note(FG_ANOMALY_L4_TRUNCATED);
+            note_l4(FG_ANOMALY_L4_TRUNCATED);
         }
 
         if (hdr.tcp.isValid() && (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
@@ -232,7 +244,7 @@ control SynAdmission(inout tna_headers_t hdr,
                 /* TNA's red is MeterColor_t.RED (3), v1model's FG_METER_RED (2). */
                 if (meta.syn_color == (bit<8>)MeterColor_t.RED) {
                     ig_dprsr_md.drop_ctl = 1;
-                    meta.dropped = 1;
+                    meta.meter_drop = 1;
                     event = FG_EVENT_SYN_DROPPED;
                 } else {
                     event = FG_EVENT_SYN_ADMITTED;
@@ -324,11 +336,13 @@ control FiccrdIngress(inout tna_headers_t hdr,
         meta.fg_rewritten = 1;
     }
 
+    @hidden
     action forward_rd() {
         meta.bridge.fc_queue_port = ig_tm_md.ucast_egress_port;
         meta.bridge.fc_queue_here = 1;
     }
 
+    @hidden
     action backward_rd() {
         meta.bridge.fc_queue_port = ig_intr_md.ingress_port;
         meta.bridge.fc_queue_here = 0;

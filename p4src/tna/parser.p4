@@ -28,7 +28,14 @@ parser FgTnaIngressParser(packet_in pkt,
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         meta.anomaly = FG_ANOMALY_NONE;
-        meta.dropped = 0;
+        meta.sanity_anomaly = FG_ANOMALY_NONE;
+        meta.l4_anomaly = FG_ANOMALY_NONE;
+        meta.syn_anomaly = FG_ANOMALY_NONE;
+        meta.fg_anomaly = FG_ANOMALY_NONE;
+        meta.sanity_drop = 0;
+        meta.no_route = 0;
+        meta.syn_drop = 0;
+        meta.meter_drop = 0;
         meta.checksum_error = false;
         meta.ipv4_options = 0;
         meta.fg_rewritten = 0;
@@ -274,6 +281,7 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc.syn_rtt = 0;
         meta.fc.sample = 0;
         meta.fc.sample_delta = 0;
+        meta.fc.log_window = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             FG_TNA_MIRRORED: parse_rd_mirror;
             default: parse_bridge;

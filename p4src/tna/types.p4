@@ -16,6 +16,8 @@
 #define FG_TNA_TICK_SHIFT 10
 /* MAPR: a 16-sample moving sum per queue (see ficcrd.p4). */
 #define FG_TNA_MAPR_SAMPLES 256
+/* flow_log_window of a flow without an ER (v1model: ER all-ones). */
+#define FG_TNA_NO_ER 0xffff
 /* Window scale shift in log units (32 per bit). */
 #define FG_TNA_LOG_ONE_SHIFT 5
 
@@ -79,6 +81,7 @@ struct fg_ficcrd_scratch_t {
     bit<32> syn_rtt;      /* handshake round trip */
     bit<32> sample;       /* APR sample for MAPR */
     bit<32> sample_delta; /* sample - the sample it replaces */
+    bit<16> log_window;   /* log2(ER x RTT) key of an RD (log units) */
 }
 
 struct tna_headers_t {
@@ -92,8 +95,15 @@ struct tna_headers_t {
 
 struct tna_ingress_meta_t {
     fg_bridge_t bridge;          /* filled by ingress, emitted first */
-    bit<8>  anomaly;
-    bit<1>  dropped;
+    bit<8>  anomaly;             /* the one counted (input_anomalies) */
+    bit<8>  sanity_anomaly;
+    bit<8>  l4_anomaly;
+    bit<8>  syn_anomaly;
+    bit<8>  fg_anomaly;
+    bit<1>  sanity_drop;
+    bit<1>  no_route;
+    bit<1>  syn_drop;
+    bit<1>  meter_drop;
     bool    checksum_error;
     bit<1>  ipv4_options;        /* ihl > 5: options are left as payload */
     bit<1>  fg_rewritten;        /* ingress turned an RD around */
