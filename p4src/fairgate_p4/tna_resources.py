@@ -38,6 +38,10 @@ FEATURES = ("TELEMETRY", "ADMISSION", "FEEDBACK", "FICCRD")
 VARIANTS: dict[str, tuple[str, ...]] = {
     "full": (),
     "no-ficcrd": ("FICCRD",),
+    # FICCRD's two roles on their own: an edge switch (per-flow state, window
+    # rewrite, RD emission) and a core switch (MAPR, DPF, ER).
+    "ficcrd-edge": ("FICCRD_CORE",),
+    "ficcrd-core": ("FICCRD_EDGE",),
     "base": FEATURES,
     **{f"base+{f.lower()}": tuple(x for x in FEATURES if x != f) for f in FEATURES},
 }

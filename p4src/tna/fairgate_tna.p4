@@ -16,7 +16,11 @@
  * -DFG_TNA_NO_ADMISSION, -DFG_TNA_NO_FEEDBACK, -DFG_TNA_NO_FICCRD.
  * XCP's per-packet step does not exist in fairgate.p4 yet, so not here either. */
 #include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
 #include <tna.p4>
+#endif
 
 #include "tna/types.p4"
 #include "tna/parser.p4"

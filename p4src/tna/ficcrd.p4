@@ -518,6 +518,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
             turned = meta.bridge.fc_turned;
         }
 
+#ifndef FG_TNA_NO_FICCRD_CORE
         /* ---- core: queue depth, MAPR (16-sample sum), DPF, ER ---- */
         if (rd_valid == 1 && queue_port < FG_MAX_PORTS && queue_here == 0) {
             meta.fc_queue_depth = (bit<19>)queue_seen_read.execute(queue_port[3:0]);
@@ -571,12 +572,15 @@ control FiccrdEgress(inout tna_headers_t hdr,
             }
         }
 
+#endif
+
         /* ---- edge ---- */
         edge_counted = 0;
         edge_port = eg_intr_md.egress_port;
         if (meta.is_rd_clone == 1) {
             edge_event = FG_EDGE_RD_EMITTED;
             edge_counted = 1;
+#ifndef FG_TNA_NO_FICCRD_EDGE
         } else if (meta.bridge.fc_consume == 1) {
             /* Source edge: keep the RD's round trip and log2(ER x RTT), drop the RD. */
             meta.fc.fkey = hdr.fg_rd.flow_key;
@@ -603,10 +607,12 @@ control FiccrdEgress(inout tna_headers_t hdr,
             edge_counted = 1;
             eg_dprsr_md.drop_ctl = 1;
             meta.dropped = 1;
+#endif
         } else if (turned == 1) {
             edge_event = FG_EDGE_RD_TURNED;
             edge_port = meta.bridge.fc_edge_port;
             edge_counted = 1;
+#ifndef FG_TNA_NO_FICCRD_EDGE
         } else if (hdr.tcp.isValid() && meta.bridge.fc_source == 1 && meta.bridge.fc_edge == 0) {
             /* Source edge, a packet of a TCP flow entering the network. */
             meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
@@ -698,6 +704,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
                     }
                 }
             }
+#endif
         }
         if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
             edge_events.count(edge_port[3:0] ++ edge_event);
