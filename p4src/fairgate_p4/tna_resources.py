@@ -130,7 +130,7 @@ class Resources:
 
 
 _STAGES = re.compile(r"Number of stages for (ingress|egress) table allocation: (\d+)")
-_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*\[[^\]]*\]\s*\|\s*(\S.*?)\s*\|\s*$")
+_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*\[[^\]]*\]\s*\|\s*(\S.*?)\s*\|\s*$", re.M)
 
 
 def read_resources(out: Path, variant: str = "") -> Resources:
@@ -141,18 +141,15 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     summary = (logs / "table_summary.log").read_text()
     stages = {g: int(n) for g, n in _STAGES.findall(summary)}
     mau = res["mau"]
-    stateful = sum(
-        1
-        for st in mau["mau_stages"]
-        for m in st["meter_alus"]["meters"]
-        if any(u.get("used_for") == "stateful" for u in m.get("usages", []))
-        or m.get("type") == "stateful"
-    )
-    meters_total = sum(len(st["meter_alus"]["meters"]) for st in mau["mau_stages"])
-    stats = sum(len(st["statistic_alus"].get("alus", [])) for st in mau["mau_stages"])
+    # Meter ALUs serve meters and stateful ALUs (RegisterActions) alike.
+    meter_alus = sum(len(st["meter_alus"]["meters"]) for st in mau["mau_stages"])
+    stats = sum(len(st["statistic_alus"].get("stats", [])) for st in mau["mau_stages"])
     hdu = sum(len(st["hash_distribution_units"]["units"]) for st in mau["mau_stages"])
     phv = sum(c["bits_occupied"] for kind in ("normal", "tagalong") for c in metrics["phv"][kind])
-    stage_map = [(int(s), name) for s, name in _ROW.findall(summary)]
+    first: dict[str, int] = {}
+    for stage, name in _ROW.findall(summary):
+        first.setdefault(name, int(stage))  # the placement table; later sections repeat names
+    stage_map = [(stage, name) for name, stage in first.items()]
     return Resources(
         variant=variant or out.name,
         stages=max(stages.values()) if stages else 0,
@@ -161,11 +158,12 @@ def read_resources(out: Path, variant: str = "") -> Resources:
         srams=metrics["mau"]["srams"],
         tcams=metrics["mau"]["tcams"],
         map_rams=metrics["mau"]["map_rams"],
-        stateful_alus=stateful if stateful else meters_total,
+        stateful_alus=meter_alus,
         stats_alus=stats,
         hash_dist_units=hdu,
         phv_bits=phv,
         logical_tables=metrics["mau"]["logical_tables"],
+        compile_seconds=float(metrics.get("compilation_time", 0.0)),
         stage_map=stage_map,
     )
 
@@ -187,10 +185,13 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
         "from each compile's `pipe/logs/resources.json`, `metrics.json` and `table_summary.log`.",
         f"One {target} pipe has {limit} MAU stages; ingress and egress share them.",
         "`base` is sanity + routing + classification + the anomaly counter (every",
-        "feature compiled out); `base+X` adds feature X; `full` is everything.",
+        "feature compiled out); `base+X` adds feature X; `full` is everything;",
+        "`ficcrd-edge` / `ficcrd-core` are `full` with only FICCRD's edge or core role.",
+        "A variant that does not fit fails in placement; its row is what the compiler",
+        "logged up to then. `backend s` is `compilation_time` from `metrics.json`.",
         "",
         "| variant | fits | stages (ingress / egress) | SRAM | TCAM | map RAM | stateful+meter ALUs"
-        " | stats ALUs | hash dist units | PHV bits | logical tables | compile s |",
+        " | stats ALUs | hash dist units | PHV bits | logical tables | backend s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = next((r for r in rows if r.variant == "base"), None)
@@ -223,19 +224,23 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
                     f"| {r.hash_dist_units - base.hash_dist_units:+d} "
                     f"| {r.phv_bits - base.phv_bits:+d} |"
                 )
-    full = next((r for r in rows if r.variant == "full"), None)
-    if full is not None and full.stage_map:
+    fitting = [r for r in rows if r.stages <= limit and r.stage_map]
+    shown = max(fitting, key=lambda r: r.logical_tables, default=None)
+    if shown is not None:
         out += [
             "",
-            "Stage map of `full` (table_summary.log: every logical table, including the",
-            "compiler's `tbl_*` wrappers of straight-line code and `cond-*` gateways):",
+            f"Stage map of `{shown.variant}`, the largest variant that fits (table_summary.log;",
+            "`.name` = a control-plane table, `tbl_<control>_<action>` and `tbl_<file><line>` =",
+            "the compiler's wrapper of an action or a `RegisterAction` call at that source",
+            "line, `*checksum*` = a deparser checksum condition; gateways (`cond-*`) left out):",
             "",
             "| stage | tables and register actions |",
             "|---|---|",
         ]
         by_stage: dict[int, list[str]] = {}
-        for stage, name in full.stage_map:
-            by_stage.setdefault(stage, []).append(name)
+        for stage, name in shown.stage_map:
+            if not name.startswith("cond-"):
+                by_stage.setdefault(stage, []).append(name)
         for stage in sorted(by_stage):
             names = sorted(by_stage[stage])
             out.append(f"| {stage} | {', '.join(f'`{n}`' for n in names)} |")
@@ -288,17 +293,14 @@ def main(argv: list[str] | None = None) -> int:
     failed: dict[str, str] = {}
     for variant in VARIANTS:
         out = args.out / args.target / variant
-        seconds = 0.0
         if not args.no_compile:
             res = compile_variant(variant, args.target, args.out)
-            seconds = res.seconds
             print(f"{variant}: rc {res.returncode}, {res.seconds:.0f} s", flush=True)
         try:
             row = read_resources(out, variant)
         except (FileNotFoundError, KeyError) as exc:
             failed[variant] = f"no logs ({exc.__class__.__name__})"
             continue
-        row.compile_seconds = seconds
         rows.append(row)
     write_doc(render(rows, failed, args.target), args.doc)
     print(f"wrote the resource section of {args.doc}")
