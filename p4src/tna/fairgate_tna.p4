@@ -147,6 +147,12 @@ control FgEgress(inout tna_headers_t hdr,
 #endif
 
     apply {
+#ifndef FG_TNA_NO_FEEDBACK
+        /* Before FICCRD here (after it in fairgate.p4): feedback only stamps
+         * data packets, FICCRD only RDs and TCP, so the order does not matter,
+         * and this way the compiler need not chain the two. */
+        feedback.apply(hdr, meta, eg_intr_md);
+#endif
         if (eg_intr_md.egress_port < FG_MAX_PORTS) {
 #ifndef FG_TNA_NO_TELEMETRY
             /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
@@ -160,9 +166,6 @@ control FgEgress(inout tna_headers_t hdr,
             }
 #endif
         }
-#ifndef FG_TNA_NO_FEEDBACK
-        feedback.apply(hdr, meta, eg_intr_md);
-#endif
         if (meta.fg_rewritten == 1 && hdr.udp.checksum != 0) {
             meta.udp_csum_update = 1;
         }

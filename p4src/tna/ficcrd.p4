@@ -104,7 +104,11 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<32> msum;
     bit<1>  rd_valid;
     bit<1>  queue_here;
-    bit<1>  turned;
+    bit<1>  core_fwd;
+    bit<1>  core_bwd;
+    bit<1>  dpf_hit;
+    bit<1>  updated;
+    bit<32> apr_in;
     port_id_t queue_port;
     port_id_t edge_port;
     bit<3>  edge_event;
@@ -505,17 +509,32 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
         meta.fc.pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
 
+        /* Core inputs, read before an RD clone is rebuilt (so that the core
+         * need not wait for build_rd). A turned RD is both forward (MAPR
+         * update) and backward (ER). */
         if (meta.is_rd_clone == 1) {
-            build_rd();
             rd_valid = 1;
             queue_port = eg_intr_md.egress_port;
             queue_here = 1;
-            turned = 0;
+            core_fwd = 1;
+            core_bwd = 0;
+            apr_in = meta.rd_mirror.apr_kbps;
         } else {
             rd_valid = meta.bridge.fc_rd_valid;
             queue_port = meta.bridge.fc_queue_port;
             queue_here = meta.bridge.fc_queue_here;
-            turned = meta.bridge.fc_turned;
+            core_fwd = meta.bridge.fc_turned;
+            core_bwd = 0;
+            apr_in = hdr.fg_rd.apr_kbps;
+            if (hdr.fg.kind == FG_KIND_RD_FORWARD) {
+                core_fwd = 1;
+            }
+            if (hdr.fg.kind == FG_KIND_RD_BACKWARD) {
+                core_bwd = 1;
+            }
+        }
+        if (meta.is_rd_clone == 1) {
+            build_rd();
         }
 
 #ifndef FG_TNA_NO_FICCRD_CORE
@@ -527,28 +546,38 @@ control FiccrdEgress(inout tna_headers_t hdr,
             meta.fc_queue_depth = eg_intr_md.enq_qdepth;
         }
         if (rd_valid == 1 && queue_port < FG_MAX_PORTS) {
+            /* The 16-sample sum is kept for every queue an RD names (v1model:
+             * only where ficcrd_dpf has an entry); the table is looked up
+             * alongside, not before, to keep the chain short. */
+            dpf_hit = 0;
             if (ficcrd_dpf.apply().hit) {
-                core_event = FG_CORE_MAPR_HELD;
-                if ((hdr.fg.kind == FG_KIND_RD_FORWARD || turned == 1)
-                    && hdr.fg_rd.apr_kbps != 0) {
-                    /* at most 2^28 - 1, so that 16 samples sum in 32 bits */
-                    if (hdr.fg_rd.apr_kbps[31:28] == 0) {
-                        meta.fc.sample = hdr.fg_rd.apr_kbps;
-                    } else {
-                        meta.fc.sample = 32w0x0fffffff;
-                    }
-                    slot = slot_next.execute(queue_port[3:0]);
-                    old_sample = sample_swap.execute(queue_port[3:0] ++ slot[3:0]);
-                    meta.fc.sample_delta = meta.fc.sample - old_sample;
-                    msum = sum_add.execute(queue_port[3:0]);
-                    core_event = FG_CORE_MAPR_UPDATED;
+                dpf_hit = 1;
+            }
+            updated = 0;
+            if (core_fwd == 1 && apr_in != 0) {
+                /* at most 2^28 - 1, so that 16 samples sum in 32 bits */
+                if (apr_in[31:28] == 0) {
+                    meta.fc.sample = apr_in;
                 } else {
-                    if (hdr.fg.kind == FG_KIND_RD_FORWARD || turned == 1) {
-                        core_event = FG_CORE_APR_UNKNOWN;
-                    }
-                    msum = sum_read.execute(queue_port[3:0]);
+                    meta.fc.sample = 32w0x0fffffff;
                 }
-                if (hdr.fg.kind == FG_KIND_RD_BACKWARD) {
+                slot = slot_next.execute(queue_port[3:0]);
+                old_sample = sample_swap.execute(queue_port[3:0] ++ slot[3:0]);
+                meta.fc.sample_delta = meta.fc.sample - old_sample;
+                msum = sum_add.execute(queue_port[3:0]);
+                updated = 1;
+            } else {
+                msum = sum_read.execute(queue_port[3:0]);
+            }
+            if (dpf_hit == 1) {
+                if (updated == 1) {
+                    core_event = FG_CORE_MAPR_UPDATED;
+                } else if (core_fwd == 1) {
+                    core_event = FG_CORE_APR_UNKNOWN;
+                } else {
+                    core_event = FG_CORE_MAPR_HELD;
+                }
+                if (core_bwd == 1) {
                     if (msum == 0) {
                         core_event = FG_CORE_MAPR_UNKNOWN;
                     } else {
@@ -608,7 +637,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
             eg_dprsr_md.drop_ctl = 1;
             meta.dropped = 1;
 #endif
-        } else if (turned == 1) {
+        } else if (meta.bridge.fc_turned == 1) {
             edge_event = FG_EDGE_RD_TURNED;
             edge_port = meta.bridge.fc_edge_port;
             edge_counted = 1;
