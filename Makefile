@@ -38,7 +38,7 @@ help:
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
-	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT=full|no-ficcrd|base|...]"
+	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT=no-ficcrd|full|base|...]"
 	@echo "  make tna-report    compile every TNA variant, write docs/hardware.md's resource section"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
@@ -113,7 +113,8 @@ clean:
 # ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
 # Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
 TNA_TARGET  ?= tofino
-TNA_VARIANT ?= full
+# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md, Resources.
+TNA_VARIANT ?= no-ficcrd
 
 .PHONY: build-tna tna-report
 
