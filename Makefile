@@ -20,7 +20,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
 export P4C SWITCH VENV
 
-.PHONY: help deps build test test-unit test-ptf test-mininet lab run sim sim-ext report lint bench clean dashboard
+.PHONY: help deps build build-tna tna-report test test-unit test-ptf test-mininet lab run sim sim-ext report lint bench clean dashboard
 
 help:
 	@echo "FairGate make targets"
@@ -51,6 +51,9 @@ help:
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
 	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
+	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
+	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT=no-ficcrd|full|base|...]"
+	@echo "  make tna-report    compile every TNA variant, write docs/hardware.md's resource section"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
 
@@ -156,3 +159,18 @@ report: $(STAMP)
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +
+
+# ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
+# Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
+TNA_TARGET  ?= tofino
+# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md, Resources.
+TNA_VARIANT ?= no-ficcrd
+
+
+build-tna: $(STAMP)
+	$(PY) -m fairgate_p4.tna_resources build --target $(TNA_TARGET) --variant $(TNA_VARIANT)
+
+# Compiles every variant (whole program, base, base + each feature) and rewrites
+# the measured resource section of docs/hardware.md (a few minutes on 2 cores).
+tna-report: $(STAMP)
+	$(PY) -m fairgate_p4.tna_resources report --target $(TNA_TARGET)

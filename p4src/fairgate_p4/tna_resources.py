@@ -1,0 +1,309 @@
+"""Compile the TNA pipeline with bf-p4c and report its resources from the compiler's logs.
+
+``python -m fairgate_p4.tna_resources build [--variant full] [--target tofino]``
+compiles p4src/tna/fairgate_tna.p4 into ``build/tna/<target>/<variant>/`` and
+fails on any compiler warning. ``report`` compiles every variant (the whole
+program, the base with every feature off, and the base plus one feature) and
+writes the resource section of docs/hardware.md between its marker comments:
+stages, SRAM and TCAM blocks, stateful and statistics ALUs, hash distribution
+units and PHV bits per variant, from ``pipe/logs/resources.json``,
+``metrics.json`` and ``table_summary.log``, plus the stage map of the whole
+program. Nothing in that section is typed by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+P4SRC = Path(__file__).resolve().parent.parent
+TOP = P4SRC.parent
+PROGRAM = P4SRC / "tna" / "fairgate_tna.p4"
+DOC = TOP / "docs" / "hardware.md"
+BEGIN = "<!-- BEGIN tna-resources (python -m fairgate_p4.tna_resources report) -->"
+END = "<!-- END tna-resources -->"
+#: Stages of one Tofino pipe.
+MAX_STAGES = {"tofino": 12, "tofino2": 20}
+ARCH = {"tofino": "tna", "tofino2": "t2na"}
+FEATURES = ("TELEMETRY", "ADMISSION", "FEEDBACK", "FICCRD")
+#: Every variant: name -> the features compiled out.
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "no-ficcrd": ("FICCRD",),
+    # FICCRD's two roles on their own: an edge switch (per-flow state, window
+    # rewrite, RD emission) and a core switch (MAPR, DPF, ER).
+    "ficcrd-edge": ("FICCRD_CORE",),
+    "ficcrd-core": ("FICCRD_EDGE",),
+    "base": FEATURES,
+    **{f"base+{f.lower()}": tuple(x for x in FEATURES if x != f) for f in FEATURES},
+}
+MISSING_HINT = (
+    "bf-p4c not found: run ../shared/toolchain/install, or build p4lang/p4c's "
+    "open-source Tofino backend (backends/tofino)"
+)
+
+
+def bf_p4c() -> str | None:
+    return shutil.which(os.environ.get("BF_P4C", "bf-p4c"))
+
+
+@dataclass
+class CompileResult:
+    variant: str
+    target: str
+    out: Path
+    returncode: int
+    seconds: float
+    stderr: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.warnings
+
+
+def compile_variant(variant: str, target: str, out_root: Path) -> CompileResult:
+    """Run bf-p4c on one variant; ``out_root/<target>/<variant>`` gets its outputs."""
+    tool = bf_p4c()
+    if tool is None:
+        raise FileNotFoundError(MISSING_HINT)
+    out = out_root / target / variant
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    cmd = [
+        tool,
+        "--target",
+        target,
+        "--arch",
+        ARCH[target],
+        "-g",
+        "--p4runtime-files",
+        str(out / "fairgate_tna.p4info.txtpb"),
+        "-I",
+        str(P4SRC),
+        *[f"-DFG_TNA_NO_{f}" for f in VARIANTS[variant]],
+        # FICCRD is opt-in (it does not fit one pipe yet): every variant that has it asks.
+        *([] if "FICCRD" in VARIANTS[variant] else ["-DFG_TNA_WITH_FICCRD"]),
+        "-o",
+        str(out),
+        str(PROGRAM),
+    ]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=TOP, check=False)
+    seconds = time.monotonic() - start
+    text = proc.stdout + proc.stderr
+    (out / "compile.log").write_text(" ".join(cmd) + "\n" + text)
+    warnings = [line for line in text.splitlines() if "warning" in line.lower()]
+    return CompileResult(variant, target, out, proc.returncode, seconds, text, warnings)
+
+
+# ---------------------------------------------------------------- log parsing
+
+
+@dataclass
+class Resources:
+    variant: str
+    stages: int
+    ingress_stages: int
+    egress_stages: int
+    srams: int
+    tcams: int
+    map_rams: int
+    stateful_alus: int
+    stats_alus: int
+    hash_dist_units: int
+    phv_bits: int
+    logical_tables: int
+    compile_seconds: float = 0.0
+    stage_map: list[tuple[int, str]] = field(default_factory=list)
+
+
+_STAGES = re.compile(r"Number of stages for (ingress|egress) table allocation: (\d+)")
+_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*\[[^\]]*\]\s*\|\s*(\S.*?)\s*\|\s*$", re.M)
+
+
+def read_resources(out: Path, variant: str = "") -> Resources:
+    """Read one compile's logs (``out/pipe/logs``)."""
+    logs = out / "pipe" / "logs"
+    res = json.loads((logs / "resources.json").read_text())["resources"]
+    metrics = json.loads((logs / "metrics.json").read_text())
+    summary = (logs / "table_summary.log").read_text()
+    stages = {g: int(n) for g, n in _STAGES.findall(summary)}
+    mau = res["mau"]
+    # Meter ALUs serve meters and stateful ALUs (RegisterActions) alike.
+    meter_alus = sum(len(st["meter_alus"]["meters"]) for st in mau["mau_stages"])
+    stats = sum(len(st["statistic_alus"].get("stats", [])) for st in mau["mau_stages"])
+    hdu = sum(len(st["hash_distribution_units"]["units"]) for st in mau["mau_stages"])
+    phv = sum(c["bits_occupied"] for kind in ("normal", "tagalong") for c in metrics["phv"][kind])
+    first: dict[str, int] = {}
+    for stage, name in _ROW.findall(summary):
+        first.setdefault(name, int(stage))  # the placement table; later sections repeat names
+    stage_map = [(stage, name) for name, stage in first.items()]
+    return Resources(
+        variant=variant or out.name,
+        stages=max(stages.values()) if stages else 0,
+        ingress_stages=stages.get("ingress", 0),
+        egress_stages=stages.get("egress", 0),
+        srams=metrics["mau"]["srams"],
+        tcams=metrics["mau"]["tcams"],
+        map_rams=metrics["mau"]["map_rams"],
+        stateful_alus=meter_alus,
+        stats_alus=stats,
+        hash_dist_units=hdu,
+        phv_bits=phv,
+        logical_tables=metrics["mau"]["logical_tables"],
+        compile_seconds=float(metrics.get("compilation_time", 0.0)),
+        stage_map=stage_map,
+    )
+
+
+def stages_from_log(text: str) -> dict[str, int]:
+    """Stages per gress from the compiler's table_summary.log text."""
+    return {g: int(n) for g, n in _STAGES.findall(text)}
+
+
+# ---------------------------------------------------------------- report
+
+
+def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
+    limit = MAX_STAGES[target]
+    out = [
+        BEGIN,
+        "",
+        f"Measured by `python -m fairgate_p4.tna_resources report` (bf-p4c, `--target {target}`),",
+        "from each compile's `pipe/logs/resources.json`, `metrics.json` and `table_summary.log`.",
+        f"One {target} pipe has {limit} MAU stages; ingress and egress share them.",
+        "`base` is sanity + routing + classification + the anomaly counter (every",
+        "feature compiled out); `base+X` adds feature X; `full` is everything;",
+        "`ficcrd-edge` / `ficcrd-core` are `full` with only FICCRD's edge or core role.",
+        "A variant that does not fit fails in placement; its row is what the compiler",
+        "logged up to then. `backend s` is `compilation_time` from `metrics.json`.",
+        "",
+        "| variant | fits | stages (ingress / egress) | SRAM | TCAM | map RAM | stateful+meter ALUs"
+        " | stats ALUs | hash dist units | PHV bits | logical tables | backend s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    base = next((r for r in rows if r.variant == "base"), None)
+    for r in rows:
+        fits = "yes" if r.stages <= limit else f"**no** ({r.stages} > {limit})"
+        out.append(
+            f"| {r.variant} | {fits} | {r.stages} ({r.ingress_stages} / {r.egress_stages}) "
+            f"| {r.srams} | {r.tcams} | {r.map_rams} | {r.stateful_alus} | {r.stats_alus} "
+            f"| {r.hash_dist_units} | {r.phv_bits} | {r.logical_tables} "
+            f"| {r.compile_seconds:.0f} |"
+        )
+    for name, why in failed.items():
+        out.append(f"| {name} | compile failed: {why} | | | | | | | | | | |")
+    if base is not None:
+        out += [
+            "",
+            "What each feature adds to `base` (difference of the rows above):",
+            "",
+            "| feature | stages | SRAM | TCAM | map RAM | stateful+meter ALUs | stats ALUs"
+            " | hash dist units | PHV bits |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            if r.variant.startswith("base+"):
+                out.append(
+                    f"| {r.variant[5:]} | {r.stages - base.stages:+d} | {r.srams - base.srams:+d} "
+                    f"| {r.tcams - base.tcams:+d} | {r.map_rams - base.map_rams:+d} "
+                    f"| {r.stateful_alus - base.stateful_alus:+d} "
+                    f"| {r.stats_alus - base.stats_alus:+d} "
+                    f"| {r.hash_dist_units - base.hash_dist_units:+d} "
+                    f"| {r.phv_bits - base.phv_bits:+d} |"
+                )
+    fitting = [r for r in rows if r.stages <= limit and r.stage_map]
+    shown = max(fitting, key=lambda r: r.logical_tables, default=None)
+    if shown is not None:
+        out += [
+            "",
+            f"Stage map of `{shown.variant}`, the largest variant that fits (table_summary.log;",
+            "`.name` = a control-plane table, `tbl_<control>_<action>` and `tbl_<file><line>` =",
+            "the compiler's wrapper of an action or a `RegisterAction` call at that source",
+            "line, `*checksum*` = a deparser checksum condition; gateways (`cond-*`) left out):",
+            "",
+            "| stage | tables and register actions |",
+            "|---|---|",
+        ]
+        by_stage: dict[int, list[str]] = {}
+        for stage, name in shown.stage_map:
+            if not name.startswith("cond-"):
+                by_stage.setdefault(stage, []).append(name)
+        for stage in sorted(by_stage):
+            names = sorted(by_stage[stage])
+            out.append(f"| {stage} | {', '.join(f'`{n}`' for n in names)} |")
+    out += ["", END]
+    return "\n".join(out)
+
+
+def write_doc(section: str, doc: Path = DOC) -> None:
+    text = doc.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{doc}: markers {BEGIN!r} / {END!r} not found")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    doc.write_text(head + section + tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="compile one variant; fail on errors or warnings")
+    b.add_argument("--variant", default="full", choices=sorted(VARIANTS))
+    b.add_argument("--target", default="tofino", choices=sorted(ARCH))
+    b.add_argument("--out", type=Path, default=TOP / "build" / "tna")
+    r = sub.add_parser("report", help="compile every variant and write docs/hardware.md")
+    r.add_argument("--target", default="tofino", choices=sorted(ARCH))
+    r.add_argument("--out", type=Path, default=TOP / "build" / "tna")
+    r.add_argument("--doc", type=Path, default=DOC)
+    r.add_argument("--no-compile", action="store_true", help="read existing logs only")
+    args = parser.parse_args(argv)
+    if bf_p4c() is None and not getattr(args, "no_compile", False):
+        print(MISSING_HINT, file=sys.stderr)
+        return 2
+    if args.cmd == "build":
+        res = compile_variant(args.variant, args.target, args.out)
+        sys.stdout.write(res.stderr)
+        if res.returncode != 0:
+            print(f"bf-p4c failed ({res.returncode}) for {args.variant}", file=sys.stderr)
+            return 1
+        if res.warnings:
+            print(f"bf-p4c printed {len(res.warnings)} warning(s)", file=sys.stderr)
+            return 1
+        stages = stages_from_log((res.out / "pipe/logs/table_summary.log").read_text())
+        print(
+            f"{args.target}/{args.variant}: {max(stages.values())} stages "
+            f"(ingress {stages.get('ingress')}, egress {stages.get('egress')}), "
+            f"{res.seconds:.0f} s -> {res.out}"
+        )
+        return 0
+    rows: list[Resources] = []
+    failed: dict[str, str] = {}
+    for variant in VARIANTS:
+        out = args.out / args.target / variant
+        if not args.no_compile:
+            res = compile_variant(variant, args.target, args.out)
+            print(f"{variant}: rc {res.returncode}, {res.seconds:.0f} s", flush=True)
+        try:
+            row = read_resources(out, variant)
+        except (FileNotFoundError, KeyError) as exc:
+            failed[variant] = f"no logs ({exc.__class__.__name__})"
+            continue
+        rows.append(row)
+    write_doc(render(rows, failed, args.target), args.doc)
+    print(f"wrote the resource section of {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+/* fairgate_tna.p4: the FairGate pipeline for Intel Tofino (TNA), the
+ * counterpart of ../fairgate.p4 (v1model). Header layouts and constants come
+ * from the same include files (../include/headers.p4, defines.p4);
+ * docs/hardware.md puts each feature's v1model and TNA code side by side and
+ * lists the measured resources.
+ *
+ * ingress: sanity checks -> IPv4 routing -> L4 classification -> FICCRD
+ *          roles and RD turnaround -> SYN admission -> arrival counters ->
+ *          anomaly counter
+ * egress:  departure, queue-depth and RTT telemetry -> FICCRD (RD emission,
+ *          core MAPR/ER, RD consumption, receive-window rewriting) -> rate
+ *          feedback (min-stamping, congestion flag)
+ *
+ * Features can be compiled out to measure what each costs
+ * (python -m fairgate_p4.tna_resources): -DFG_TNA_NO_TELEMETRY,
+ * -DFG_TNA_NO_ADMISSION, -DFG_TNA_NO_FEEDBACK, -DFG_TNA_NO_FICCRD.
+ * XCP's per-packet step does not exist in fairgate.p4 yet, so not here either. */
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+/* FICCRD does not fit one Tofino pipe yet (35 stages of 12: docs/hardware.md,
+ * Resources), so this program compiles without it unless asked for with
+ * -DFG_TNA_WITH_FICCRD (make build-tna TNA_VARIANT=full, make tna-report). */
+#ifndef FG_TNA_WITH_FICCRD
+#ifndef FG_TNA_NO_FICCRD
+#define FG_TNA_NO_FICCRD
+#endif
+#endif
+
+/* Tofino 1's egress parser always extracts >= 34 bytes here (bridge + Ethernet, or
+ * mirror header + Ethernet + IPv4), so the compiler's minimum-parse-depth padding
+ * loop (and its warning) is not needed; said here so every compile of this file,
+ * not only make build-tna, is warning-free. */
+@command_line("--disable-parse-min-depth-limit")
+#include "tna/types.p4"
+#include "tna/parser.p4"
+#include "tna/ingress.p4"
+#include "tna/egress.p4"
+#ifndef FG_TNA_NO_FICCRD
+#include "tna/ficcrd.p4"
+#endif
+
+control FgIngress(inout tna_headers_t hdr,
+                  inout tna_ingress_meta_t meta,
+                  in ingress_intrinsic_metadata_t ig_intr_md,
+                  in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                  inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    InputSanity() sanity;
+    Ipv4Routing() routing;
+    L4Classify() classify;
+    AnomalyCount() anomalies;
+#ifndef FG_TNA_NO_ADMISSION
+    SynAdmission() admission;
+#endif
+#ifndef FG_TNA_NO_TELEMETRY
+    ArrivalTelemetry() arrivals;
+#endif
+#ifndef FG_TNA_NO_FICCRD
+    FiccrdIngress() ficcrd;
+#endif
+
+    @hidden
+    action start_bridge() {
+        meta.bridge.setValid();
+        meta.bridge.kind = FG_TNA_BRIDGED;
+        meta.bridge.fg_stampable = 0;
+        meta.bridge.fc_source = 0;
+        meta.bridge.fc_edge = 0;
+        meta.bridge.fc_rd_valid = 0;
+        meta.bridge.fc_turned = 0;
+        meta.bridge.fc_consume = 0;
+        meta.bridge.fc_queue_here = 0;
+        meta.bridge.tcp_wscale_seen = meta.tcp_wscale_seen;
+        meta.bridge.fc_rd_interval = 0;
+        meta.bridge.fc_rtt_min_us = 0;
+        meta.bridge.pad_fg_stampable = 0;
+        meta.bridge.pad_fc_source = 0;
+        meta.bridge.pad_fc_edge = 0;
+        meta.bridge.pad_fc_rd_valid = 0;
+        meta.bridge.pad_fc_turned = 0;
+        meta.bridge.pad_fc_consume = 0;
+        meta.bridge.pad_fc_queue_here = 0;
+        meta.bridge.pad_tcp_wscale_seen = 0;
+        meta.bridge.pad0 = 0;
+        meta.bridge.fc_edge_port = 0;
+        meta.bridge.pad1 = 0;
+        meta.bridge.fc_queue_port = 0;
+        meta.bridge.tcp_wscale = meta.tcp_wscale;
+        /* FiccrdArrival: who sent it (an RD turnaround goes back there). */
+        meta.fc_prev_mac = hdr.ethernet.src_addr;
+    }
+
+    apply {
+        /* Sanity, routing and classification run side by side (each writes
+         * its own verdict); the anomaly counted is then chosen with
+         * fairgate.p4's precedence: a drop reason of sanity, then no route,
+         * then the rate header, TCP flags, L4, IPv4 options. */
+        start_bridge();
+        sanity.apply(hdr, meta, ig_dprsr_md);
+        routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+        classify.apply(hdr, meta, ig_dprsr_md);
+        if (meta.sanity_drop == 1) {
+            meta.anomaly = meta.sanity_anomaly;
+        } else if (meta.no_route == 1) {
+            meta.anomaly = FG_ANOMALY_NO_ROUTE;
+        } else if (meta.fg_anomaly != FG_ANOMALY_NONE) {
+            meta.anomaly = meta.fg_anomaly;
+        } else if (meta.syn_anomaly != FG_ANOMALY_NONE) {
+            meta.anomaly = meta.syn_anomaly;
+        } else if (meta.l4_anomaly != FG_ANOMALY_NONE) {
+            meta.anomaly = meta.l4_anomaly;
+        } else {
+            meta.anomaly = meta.sanity_anomaly;
+        }
+        if (meta.sanity_drop == 0 && meta.no_route == 0 && meta.syn_drop == 0) {
+            if (ig_tm_md.ucast_egress_port < FG_MAX_PORTS) {
+#ifndef FG_TNA_NO_ADMISSION
+                /* Before FICCRD here (after it in fairgate.p4): admission only
+                 * sees TCP, FICCRD only moves UDP RDs to another port. */
+                if (hdr.tcp.isValid()) {
+                    admission.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
+                }
+#endif
+#ifndef FG_TNA_NO_FICCRD
+                if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
+                    ficcrd.apply(hdr, meta, ig_intr_md, ig_tm_md);
+                }
+#endif
+#ifndef FG_TNA_NO_TELEMETRY
+                if (meta.meter_drop == 0) {
+                    arrivals.apply(ig_tm_md);
+                }
+#endif
+            } else if (meta.anomaly == FG_ANOMALY_NONE) {
+                meta.anomaly = FG_ANOMALY_PORT_NOT_COUNTED;
+            }
+        }
+        anomalies.apply(meta);
+    }
+}
+
+control FgEgress(inout tna_headers_t hdr,
+                 inout tna_egress_meta_t meta,
+                 in egress_intrinsic_metadata_t eg_intr_md,
+                 in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                 inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                 inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+#ifndef FG_TNA_NO_TELEMETRY
+    DepartureTelemetry() departures;
+#endif
+#ifndef FG_TNA_NO_FICCRD
+    FiccrdEgress() ficcrd;
+#endif
+#ifndef FG_TNA_NO_FEEDBACK
+    RateFeedback() feedback;
+#endif
+
+    apply {
+#ifndef FG_TNA_NO_FEEDBACK
+        /* Before FICCRD here (after it in fairgate.p4): feedback only stamps
+         * data packets, FICCRD only RDs and TCP, so the order does not matter,
+         * and this way the compiler need not chain the two. */
+        feedback.apply(hdr, meta, eg_intr_md);
+#endif
+        if (eg_intr_md.egress_port < FG_MAX_PORTS) {
+#ifndef FG_TNA_NO_TELEMETRY
+            /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
+            if (meta.is_rd_clone == 0) {
+                departures.apply(hdr, meta, eg_intr_md);
+            }
+#endif
+#ifndef FG_TNA_NO_FICCRD
+            if (hdr.tcp.isValid() || hdr.fg_rd.isValid() || meta.is_rd_clone == 1) {
+                ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+            }
+#endif
+        }
+        if (meta.fg_rewritten == 1 && hdr.udp.checksum != 0) {
+            meta.udp_csum_update = 1;
+        }
+    }
+}
+
+Pipeline(FgTnaIngressParser(),
+         FgIngress(),
+         FgTnaIngressDeparser(),
+         FgTnaEgressParser(),
+         FgEgress(),
+         FgTnaEgressDeparser()) pipe;
+
+Switch(pipe) main;
