@@ -82,7 +82,7 @@ test-mininet: $(STAMP)
 # variant, which files do not have yet). SCALE is passed to a file only when given.
 EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
-EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(QUIET),--quiet) $(if $(JSON),--json)
+EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json)
 
 lab: $(STAMP)
 	@test -n "$(EXP)" || { echo "make lab: say which experiment, e.g. make lab EXP=ring or EXP=path/to/file.toml (docs/experiments.md)"; exit 2; }

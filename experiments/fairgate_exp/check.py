@@ -99,6 +99,8 @@ def check(exp: ExperimentFile) -> None:
     algos = set(exp.experiment.algorithms)
     phases = [p.name for p in exp.phases]
     flows = [f.name for f in exp.flows]
+    variants = [v.name for v in exp.variants]
+    _dupes("variant", variants)
     for i, e in enumerate(exp.expect):
         where = f"expect[{i}] ({e.metric})"
         if e.phase is not None and e.phase not in phases:
@@ -122,6 +124,14 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f"{where}: needs max (e.g. max = 0)")
         if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):
             raise _err(f"{where}: needs flows, value and within")
+        for v in e.variants or []:
+            if v not in variants:
+                raise _err(f"{where}: unknown variant {v!r}{_near(v, variants)}")
+        if e.metric in ("completion_rate", "fct"):
+            if not exp.tcp:
+                raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
+            if e.min is None and e.max is None:
+                raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
         if e.metric == "queue" and "lestas" not in (e.algorithms or algos):
             raise _err(f"{where}: only lestas regulates the queue to q_ref")
     if exp.sweep is not None:

@@ -9,14 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from fairgate_controller.agent import ControlConfig
-from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan
+from fairgate_controller.entities import METER_BURST_DEFAULT
+from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan, TcpPlan
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
+from fairgate_hosts.traffic.workload import FlowSpec, Workload
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
 from fairgate_sim.runner import SENDER_MODE
 from fairgate_sim.simlab import QueueProbe
+from fairgate_sim.tcp import TcpConfig, TcpServer
+from fairgate_sim.tcp_traffic import TcpClient
 from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
 from fairgate_sim.udp import UdpReceiver, UdpSender
 
@@ -30,6 +34,7 @@ def port_params(pps: float | None, bps: float | None, depth: int, delay_s: float
 
 
 def control_config(plan: Plan, algo: str) -> ControlConfig:
+    session = plan.variant.session if plan.variant is not None else "off"
     return ControlConfig(
         algo=algo,  # type: ignore[arg-type]
         period_s=plan.period_s,
@@ -37,7 +42,22 @@ def control_config(plan: Plan, algo: str) -> ControlConfig:
         period_max_s=plan.period_max_s,
         q_ref_pkts=plan.q_ref_pkts,
         min_rate_kbps=plan.min_rate_kbps,
+        session=session,  # type: ignore[arg-type]
+        session_window_s=plan.session_window_s,
     )
+
+
+def tcp_specs(gen: TcpPlan, seed: int) -> list[FlowSpec]:
+    """The generator's flows (arrival time since time 0, bytes): ``count`` bulk flows at
+    its start, or the hosts' seeded Poisson/Pareto ``Workload`` shifted to its start."""
+    if gen.kind == "bulk":
+        return [FlowSpec(i, gen.start_s, gen.size) for i in range(gen.count)]
+    assert gen.arrival_rate is not None
+    wl = Workload(gen.arrival_rate, gen.pareto_shape, gen.mean_size, seed, gen.max_size)
+    return [
+        FlowSpec(f.index, gen.start_s + f.start_s, f.size_bytes)
+        for f in wl.flows(gen.stop_s - gen.start_s)
+    ]
 
 
 def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
@@ -63,6 +83,8 @@ class SimEngine:
     receivers: dict[str, UdpReceiver] = field(default_factory=dict)
     samples: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     probe: QueueProbe | None = None
+    clients: dict[str, TcpClient] = field(default_factory=dict)
+    servers: dict[str, TcpServer] = field(default_factory=dict)
     _plan: Plan | None = None
     _algo: str = "qfcp"
     _wall0: float = 0.0
@@ -79,6 +101,10 @@ class SimEngine:
         records = run_dir / "controller.jsonl"
         records.parent.mkdir(parents=True, exist_ok=True)
         self.ctl = SimController(self.net, control_config(plan, algo), MemoryRecorder(records))
+        v = plan.variant
+        if v is not None and v.session == "off" and v.admit_fps is not None:
+            for sw, port in plan.gated:  # a static gate: the meter as the lab writes it
+                self.net.switches[sw].set_meter(port, v.admit_fps, METER_BURST_DEFAULT)
         for f in plan.flows:
             if f.dst not in self.receivers:
                 core = ReceiverCore(round(plan.hosts[f.dst].ack_delay_s * 1e6))
@@ -109,6 +135,29 @@ class SimEngine:
             flow.name,
             self.net.clock.now,
         )
+
+    def start_tcp(self, gen: TcpPlan) -> None:
+        assert self.net is not None and self._plan is not None
+        if gen.dst not in self.servers:
+            self.servers[gen.dst] = TcpServer(
+                self.net.clock, self.net.hosts[gen.dst], hold_s=gen.hold_s
+            )
+        self.clients[gen.name] = TcpClient(
+            self.net.clock,
+            self.net.hosts[gen.src],
+            self.net.ip(gen.dst),
+            tcp_specs(gen, self._plan.seed),
+            TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries),
+            max_open=gen.max_open,
+        )
+
+    def tcp_records(self) -> list[dict[str, Any]]:
+        out = []
+        for name, client in self.clients.items():
+            if not client.stopped:
+                client.finish()
+            out += [{"generator": name, **r.as_json()} for r in client.records]
+        return out
 
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
         assert self.net is not None
