@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,7 @@ def tcp_summaries(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
             warmup_s=max(plan.warmup_s, g.start_s),
             window_end_s=g.stop_s,
         )
+        out[g.name]["every_flow"] = fct_by_size(recs[g.name], g.mss)
     if len(plan.tcp) > 1:
         start = min(g.start_s for g in plan.tcp)
         stop = max(g.stop_s for g in plan.tcp)
@@ -130,6 +132,30 @@ def tcp_summaries(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
             window_end_s=stop,
         )
     return out
+
+
+def fct_by_size(recs: list[FlowRecord], mss: int) -> dict[str, Any]:
+    """Over every flow of the run (not only the window's, QFCP Fig. 1's way): how many
+    completed, their mean FCT, that of short flows (<= 10 segments) and the mean FCT per
+    power-of-two size bin in segments ("4-7": [flows, mean s])."""
+    done = [r for r in recs if r.outcome == "completed" and r.fct_s is not None]
+    fcts = [r.fct_s for r in done if r.fct_s is not None]
+    short = [r.fct_s for r in done if r.fct_s is not None and -(-r.size // mss) <= 10]
+    bins: dict[int, list[float]] = {}
+    for r in done:
+        pkts = -(-r.size // mss)
+        bins.setdefault(max(0, int(math.log2(max(1, pkts)))), []).append(r.fct_s or 0.0)
+    return {
+        "flows": len(recs),
+        "completed": len(done),
+        "mean_fct_s": round(sum(fcts) / len(fcts), 4) if fcts else None,
+        "mean_fct_short_s": round(sum(short) / len(short), 4) if short else None,
+        "short_flows": len(short),
+        "mean_fct_by_size_segments": {
+            f"{2**b}-{2 ** (b + 1) - 1}": [len(v), round(sum(v) / len(v), 4)]
+            for b, v in sorted(bins.items())
+        },
+    }
 
 
 def judge(

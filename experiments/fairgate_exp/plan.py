@@ -89,6 +89,7 @@ class TcpPlan:
     src: str
     dst: str
     kind: str  # "bulk" | "poisson"
+    transport: str  # "tcp" | "paced" | "auto"
     count: int
     size: int
     arrival_rate: float | None
@@ -96,12 +97,17 @@ class TcpPlan:
     max_size: int | None
     pareto_shape: float
     mss: int
+    whole_segments: bool
     syn_retries: int
     max_open: int | None
     hold_s: float
     start_s: float
     stop_s: float
     path: tuple[tuple[str, int], ...]
+
+    def paced(self, algo: str) -> bool:
+        """Whether this generator's flows are paced senders (else TCP) under ``algo``."""
+        return self.transport == "paced" or (self.transport == "auto" and algo != "none")
 
 
 @dataclass(frozen=True)
@@ -439,6 +445,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 t.src,
                 t.dst,
                 t.kind,
+                t.transport,
                 t.count,
                 units.parse_bytes(t.size),
                 t.arrival_rate,
@@ -446,6 +453,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 None if t.max_size is None else units.parse_bytes(t.max_size),
                 t.pareto_shape,
                 units.parse_bytes(t.mss),
+                t.whole_segments,
                 t.syn_retries,
                 t.max_open,
                 units.parse_time(t.hold),

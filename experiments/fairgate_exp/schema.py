@@ -145,6 +145,9 @@ class TcpGenerator(Strict):
     src: Name
     dst: Name
     kind: Literal["bulk", "poisson"] = "bulk"
+    # tcp: TCP flows; paced: the hosts' rate-controlled senders, one per flow of its size;
+    # auto: paced under a rate algorithm, TCP under "none" (QFCP Fig. 1's comparison)
+    transport: Literal["tcp", "paced", "auto"] = "tcp"
     count: int = Field(default=1, ge=1)
     size: ByteStr = "100MB"  # bulk: bytes per flow
     arrival_rate: float | None = Field(default=None, gt=0)  # flows/s (poisson)
@@ -152,6 +155,7 @@ class TcpGenerator(Strict):
     max_size: ByteStr | None = None
     pareto_shape: float = Field(default=1.5, gt=1)
     mss: ByteStr = "1448B"
+    whole_segments: bool = False  # round every size up to whole segments (sizes in packets)
     syn_retries: int = Field(default=3, ge=0)  # the labs' tcp_syn_retries
     max_open: int | None = Field(default=None, ge=1)  # beyond it an arrival is "capped"
     hold: TimeStr = "0ms"  # the server holds every packet it sends (RTT emulation)

@@ -13,6 +13,7 @@ from fairgate_controller.entities import METER_BURST_DEFAULT
 from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan, TcpPlan
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
+from fairgate_hosts.traffic.records import FlowRecord
 from fairgate_hosts.traffic.workload import FlowSpec, Workload
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
@@ -54,8 +55,9 @@ def tcp_specs(gen: TcpPlan, seed: int) -> list[FlowSpec]:
         return [FlowSpec(i, gen.start_s, gen.size) for i in range(gen.count)]
     assert gen.arrival_rate is not None
     wl = Workload(gen.arrival_rate, gen.pareto_shape, gen.mean_size, seed, gen.max_size)
+    m = gen.mss if gen.whole_segments else 1
     return [
-        FlowSpec(f.index, gen.start_s + f.start_s, f.size_bytes)
+        FlowSpec(f.index, gen.start_s + f.start_s, -(-f.size_bytes // m) * m)
         for f in wl.flows(gen.stop_s - gen.start_s)
     ]
 
@@ -85,6 +87,9 @@ class SimEngine:
     probe: QueueProbe | None = None
     clients: dict[str, TcpClient] = field(default_factory=dict)
     servers: dict[str, TcpServer] = field(default_factory=dict)
+    paced: dict[str, tuple[list[FlowSpec], dict[int, UdpSender], dict[int, FlowRecord]]] = field(
+        default_factory=dict
+    )
     _plan: Plan | None = None
     _algo: str = "qfcp"
     _wall0: float = 0.0
@@ -138,6 +143,9 @@ class SimEngine:
 
     def start_tcp(self, gen: TcpPlan) -> None:
         assert self.net is not None and self._plan is not None
+        if gen.paced(self._algo):
+            self._start_paced(gen)
+            return
         if gen.dst not in self.servers:
             self.servers[gen.dst] = TcpServer(
                 self.net.clock, self.net.hosts[gen.dst], hold_s=gen.hold_s
@@ -151,12 +159,68 @@ class SimEngine:
             max_open=gen.max_open,
         )
 
+    def _start_paced(self, gen: TcpPlan) -> None:
+        """One paced sender per flow (``flow_bytes`` of its size) at its arrival time;
+        finished senders are dropped from memory every second, their FCT kept."""
+        assert self.net is not None and self._plan is not None
+        net, plan = self.net, self._plan
+        if gen.dst not in self.receivers:
+            core = ReceiverCore(round(plan.hosts[gen.dst].ack_delay_s * 1e6))
+            self.receivers[gen.dst] = UdpReceiver(net.clock, net.hosts[gen.dst], core)
+        specs = tcp_specs(gen, plan.seed)
+        running: dict[int, UdpSender] = {}
+        done: dict[int, FlowRecord] = {}
+        self.paced[gen.name] = (specs, running, done)
+        dst = net.ip(gen.dst)
+
+        def start(i: int) -> None:
+            if i + 1 < len(specs):
+                net.clock.at(specs[i + 1].start_s, start, i + 1)
+            spec = specs[i]
+            cfg = SenderConfig(
+                mode=SENDER_MODE[self._algo],
+                packet_bytes=gen.mss,
+                flow_bytes=spec.size_bytes,
+                initial_rate_kbps=plan.initial_rate_kbps,
+                min_rate_kbps=plan.min_rate_kbps,
+                give_up_us=30_000_000,
+            )
+            name = f"{gen.name}-{spec.index}"
+            running[i] = UdpSender(net.clock, net.hosts[gen.src], dst, cfg, name, spec.start_s)
+
+        def sweep() -> None:
+            self._sweep_paced(gen.name)
+            net.clock.after(1.0, sweep)
+
+        if specs:
+            net.clock.at(specs[0].start_s, start, 0)
+        net.clock.after(1.0, sweep)
+
+    def _sweep_paced(self, name: str, final: bool = False) -> None:
+        specs, running, done = self.paced[name]
+        for i in [i for i, s in running.items() if s.finished or final]:
+            core = running.pop(i).core
+            ok = core.outcome == "completed" and core.completion_time_us is not None
+            spec = specs[i]
+            done[i] = FlowRecord(
+                spec.index,
+                spec.start_s,
+                spec.size_bytes,
+                start_s=spec.start_s,
+                outcome=core.outcome or "interrupted",
+                fct_s=core.completion_time_us / 1e6 if ok else None,  # type: ignore[operator]
+            )
+
     def tcp_records(self) -> list[dict[str, Any]]:
         out = []
         for name, client in self.clients.items():
             if not client.stopped:
                 client.finish()
             out += [{"generator": name, **r.as_json()} for r in client.records]
+        for name in self.paced:
+            self._sweep_paced(name, final=True)
+            done = self.paced[name][2]
+            out += [{"generator": name, **done[i].as_json()} for i in sorted(done)]
         return out
 
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:

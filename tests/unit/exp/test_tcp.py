@@ -138,3 +138,15 @@ def test_variants_need_a_gated_port(tmp_path: Path) -> None:
     )
     with pytest.raises(ExperimentError, match="no port gates SYNs"):
         load(path)
+
+
+def test_fct_file_paced_flows_match_the_old_path(tmp_path: Path) -> None:
+    """experiments/fct.toml under qfcp: one paced sender per Pareto-sized flow. The old
+    path (tcp_labs.FctLab, lab scale, seed 1) completed all 328 flows, mean FCT 0.707 s."""
+    plan = load("fct")
+    _, summary = run(plan, SimEngine, "sim", tmp_path / "r", ["qfcp"], say=lambda _m: None)
+    every = summary["results"]["qfcp"]["tcp"]["pareto"]["every_flow"]
+    assert every["flows"] == every["completed"] == 328
+    assert abs(every["mean_fct_s"] - 0.707) < 0.05 * 0.707, every["mean_fct_s"]
+    # QFCP's shortest flows finish within a few RTTs (100 ms each)
+    assert 0.1 < every["mean_fct_by_size_segments"]["1-1"][1] < 0.5
