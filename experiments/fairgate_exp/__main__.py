@@ -75,11 +75,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"(the file has {', '.join(names) or 'none'})"
                 )
             plan.variants = [v for v in plan.variants if v.name in args.variant.split(",")]
-        if (plan.file.tcp or plan.variants) and getattr(args, "engine", None) == "bmv2":
-            raise ExperimentError(
-                f"{plan.path}: TCP generators and SYN-gate variants run in the simulator "
-                "only so far (make sim EXP=...); the BMv2 engine does not start them yet"
-            )
     except ExperimentError as exc:
         print(f"experiment: {exc}", file=sys.stderr)
         return 2

@@ -11,10 +11,11 @@ from typing import Any
 from fairgate_controller.agent import ControlConfig
 from fairgate_controller.entities import METER_BURST_DEFAULT
 from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan, TcpPlan
+from fairgate_exp.traffic import tcp_specs
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
 from fairgate_hosts.traffic.records import FlowRecord
-from fairgate_hosts.traffic.workload import FlowSpec, Workload
+from fairgate_hosts.traffic.workload import FlowSpec
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
@@ -46,20 +47,6 @@ def control_config(plan: Plan, algo: str) -> ControlConfig:
         session=session,  # type: ignore[arg-type]
         session_window_s=plan.session_window_s,
     )
-
-
-def tcp_specs(gen: TcpPlan, seed: int) -> list[FlowSpec]:
-    """The generator's flows (arrival time since time 0, bytes): ``count`` bulk flows at
-    its start, or the hosts' seeded Poisson/Pareto ``Workload`` shifted to its start."""
-    if gen.kind == "bulk":
-        return [FlowSpec(i, gen.start_s, gen.size) for i in range(gen.count)]
-    assert gen.arrival_rate is not None
-    wl = Workload(gen.arrival_rate, gen.pareto_shape, gen.mean_size, seed, gen.max_size)
-    m = gen.mss if gen.whole_segments else 1
-    return [
-        FlowSpec(f.index, gen.start_s + f.start_s, -(-f.size_bytes // m) * m)
-        for f in wl.flows(gen.stop_s - gen.start_s)
-    ]
 
 
 def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
