@@ -22,7 +22,7 @@ from fairgate_exp.metrics import (
     window_drops,
 )
 from fairgate_exp.oracle import maxmin_pps
-from fairgate_exp.plan import FlowPlan, Plan, TcpPlan
+from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 
 Say = Callable[[str], None]
 #: progress(algo, t, end, live line): called after every step of a run
@@ -44,8 +44,10 @@ def run_algo(
     label = run_label(plan, algo)
     engine.build(plan, algo, out)
     try:
-        events: list[tuple[float, FlowPlan | TcpPlan]] = sorted(
-            [(f.start_s, f) for f in plan.flows] + [(g.start_s, g) for g in plan.tcp],
+        events: list[tuple[float, FlowPlan | TcpPlan | CmPlan]] = sorted(
+            [(f.start_s, f) for f in plan.flows]
+            + [(g.start_s, g) for g in plan.tcp]
+            + [(a.start_s, a) for a in plan.cm],
             key=lambda e: e[0],
         )
         end = plan.duration_s
@@ -58,6 +60,8 @@ def run_algo(
                 item = events.pop(0)[1]
                 if isinstance(item, TcpPlan):
                     engine.start_tcp(item)
+                elif isinstance(item, CmPlan):
+                    engine.start_cm(item)
                 else:
                     engine.start_flow(item)
             if events and events[0][0] < nxt:
@@ -244,6 +248,17 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
                 "mean_kbps": round(got * plan.frame * 8 / 1000, 1) if got is not None else None,
                 "maxmin_pps": round(oracle[f.name], 2),
             }
+        for a in plan.cm:  # CM flows: measured only (the oracle knows paced flows)
+            if a.start_s <= t0 and a.stop_s >= t1:
+                for name in sorted(n for n in res["rates"] if n.startswith(f"{a.name}-")):
+                    got = mean_in(res["rates"][name], t0, t1)
+                    flows[name] = {
+                        "mean_pps": round(got, 2) if got is not None else None,
+                        "mean_kbps": round(got * plan.frame * 8 / 1000, 1)
+                        if got is not None
+                        else None,
+                        "maxmin_pps": None,
+                    }
         ports = {}
         for lab in sorted({r["port"] for r in res["rows"]}):
             rs = [r for r in res["rows"] if r["port"] == lab and t0 < r["t"] <= t1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from fairgate_exp.plan import FlowPlan, Plan, TcpPlan
+from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 
 
 class Engine(Protocol):
@@ -28,6 +28,10 @@ class Engine(Protocol):
     def start_tcp(self, gen: TcpPlan) -> None:
         """Starts a TCP flow generator (its server on ``gen.dst`` and its client on
         ``gen.src``); arrivals stop at ``gen.stop_s``."""
+
+    def start_cm(self, app: CmPlan) -> None:
+        """Starts a Congestion Manager app (bulk or audio) on ``app.src``; its flows'
+        receive counts join ``flow_samples`` as ``<name>-<i>`` / ``<name>-audio``."""
 
     def tcp_records(self) -> list[dict[str, Any]]:
         """One record per TCP flow (``FlowRecord.as_json``: scheduled_s, size, outcome,

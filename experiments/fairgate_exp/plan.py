@@ -111,6 +111,22 @@ class TcpPlan:
 
 
 @dataclass(frozen=True)
+class CmPlan:
+    """A Congestion Manager app; rates already scaled."""
+
+    name: str
+    src: str
+    dst: str
+    app: str  # "bulk" | "audio"
+    flows: int
+    layers_kbps: tuple[int, ...]
+    frame_s: float
+    initial_rate_kbps: float
+    start_s: float
+    stop_s: float
+
+
+@dataclass(frozen=True)
 class VariantPlan:
     """How the SYN gates run: ``session`` (off/strategy1/strategy2) or a static
     ``admit_fps`` on every gated port; its own duration and warm-up."""
@@ -151,6 +167,7 @@ class Plan:
     exact_queue: bool
     tcp: list[TcpPlan] = field(default_factory=list)
     variants: list[VariantPlan] = field(default_factory=list)
+    cm: list[CmPlan] = field(default_factory=list)
     variant: VariantPlan | None = None  # the one being run (``with_variant``)
     session_window_s: float = 2.0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -460,6 +477,26 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 units.parse_time(t.start),
                 stop,
                 data,
+            )
+        )
+    for i, a in enumerate(exp.cm):
+        if _path(plan, table, a.src, a.dst) is None or _path(plan, table, a.dst, a.src) is None:
+            raise _err(f"cm[{i}] ({a.name}): no route from {a.src} to {a.dst}")
+        frame = plan.frame
+        plan.cm.append(
+            CmPlan(
+                a.name,
+                a.src,
+                a.dst,
+                a.app,
+                a.flows,
+                tuple(
+                    round(units.parse_rate(x).scaled(factor).bps(frame) / 1000) for x in a.layers
+                ),
+                units.parse_time(a.frame),
+                units.parse_rate(a.initial_rate).scaled(factor).bps(frame) / 1000,
+                units.parse_time(a.start),
+                duration if a.stop is None else units.parse_time(a.stop),
             )
         )
     plan.session_window_s = units.parse_time(ctl.session_window)

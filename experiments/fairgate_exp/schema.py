@@ -164,6 +164,26 @@ class TcpGenerator(Strict):
     drain: TimeStr = "0s"  # with no stop: arrivals end this long before the run does
 
 
+class CmApp(Strict):
+    """A Congestion Manager app of the hosts (``fairgate_hosts.apps``) on ``src``: ``bulk``
+    (``flows`` flows of one macroflow, equal weights) or ``audio`` (a layered audio flow,
+    frames every ``frame``, choosing among ``layers``, plus ``flows`` bulk flows in the same
+    macroflow). Its flows are recorded as ``<name>-<i>`` (and ``<name>-audio``)."""
+
+    name: Name
+    src: Name
+    dst: Name
+    app: Literal["bulk", "audio"] = "bulk"
+    flows: int = Field(default=1, ge=0, le=16)
+    layers: list[RateStr] = Field(
+        default_factory=lambda: [f"{10 * 2**i}kbit/s" for i in range(6)], min_length=1
+    )
+    frame: PosTimeStr = "40ms"
+    initial_rate: RateStr = "192kbit/s"  # the CM's rate before feedback (scaled)
+    start: TimeStr = "0s"
+    stop: TimeStr | None = None
+
+
 class Variant(Strict):
     """One configuration of the SYN gates, run for every algorithm: no gating, a static
     admit rate on every gated port, or the controller's session control (Kasera et al.
@@ -225,6 +245,7 @@ class ExperimentFile(Strict):
     flows: list[Flow] = Field(default_factory=list)
     tcp: list[TcpGenerator] = Field(default_factory=list)
     variants: list[Variant] = Field(default_factory=list)
+    cm: list[CmApp] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)
     measure: Measure = Field(default_factory=Measure)
     expect: list[Expect] = Field(default_factory=list)

@@ -10,12 +10,16 @@ from typing import Any
 
 from fairgate_controller.agent import ControlConfig
 from fairgate_controller.entities import METER_BURST_DEFAULT
-from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan, TcpPlan
+from fairgate_exp.plan import LINE_RATE_BPS, CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import tcp_specs
+from fairgate_hosts.apps.audio import AudioApp, LayeredAudio
+from fairgate_hosts.apps.bulk import BulkApp
+from fairgate_hosts.cm.core import CMConfig
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
 from fairgate_hosts.traffic.records import FlowRecord
 from fairgate_hosts.traffic.workload import FlowSpec
+from fairgate_sim.cmhost import MemoryLog, SimCMHost
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
@@ -63,6 +67,14 @@ def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
     )
 
 
+def cm_flows(a: CmPlan, app: BulkApp | AudioApp) -> list[tuple[str, Any]]:
+    """(recorded name, flow) of a CM app's open flows."""
+    if isinstance(app, BulkApp):
+        return [(f"{a.name}-{i}", f) for i, f in enumerate(app.flows)]
+    out = [(f"{a.name}-audio", app.flow)] if app.flow is not None else []
+    return out + [(f"{a.name}-{i}", f) for i, f in enumerate(app.bulk_flows)]
+
+
 @dataclass
 class SimEngine:
     name: str = "sim"
@@ -74,6 +86,7 @@ class SimEngine:
     probe: QueueProbe | None = None
     clients: dict[str, TcpClient] = field(default_factory=dict)
     servers: dict[str, TcpServer] = field(default_factory=dict)
+    cm_apps: dict[str, tuple[CmPlan, BulkApp | AudioApp, SimCMHost]] = field(default_factory=dict)
     paced: dict[str, tuple[list[FlowSpec], dict[int, UdpSender], dict[int, FlowRecord]]] = field(
         default_factory=dict
     )
@@ -114,6 +127,11 @@ class SimEngine:
         for name, tx in self.senders.items():
             rx = self.receivers[next(f.dst for f in self._plan.flows if f.name == name)]
             self.samples[name].append((now, rx.packets_from(tx.host.ip, tx.sport)))
+        for a, app, host in self.cm_apps.values():
+            rx = self.receivers[a.dst]
+            for name, flow in cm_flows(a, app):
+                count = rx.packets_from(host.host.ip, flow.sport)
+                self.samples.setdefault(name, []).append((now, count))
         self.net.clock.after(self._plan.sample_s, self._sample)
 
     def start_flow(self, flow: FlowPlan) -> None:
@@ -145,6 +163,42 @@ class SimEngine:
             TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries),
             max_open=gen.max_open,
         )
+
+    def start_cm(self, a: CmPlan) -> None:
+        """The hosts' CM app over the sans-IO ``CongestionManager`` on ``SimCMHost``
+        (as ``fairgate_hosts.apps.bulk`` / ``.audio`` run it on BMv2)."""
+        assert self.net is not None and self._plan is not None
+        net, plan = self.net, self._plan
+        if a.dst not in self.receivers:
+            core = ReceiverCore(round(plan.hosts[a.dst].ack_delay_s * 1e6))
+            self.receivers[a.dst] = UdpReceiver(net.clock, net.hosts[a.dst], core)
+        cfg = CMConfig(
+            mss=plan.payload,
+            initial_rate_Bps=a.initial_rate_kbps * 125.0,
+            max_rate_Bps=100_000.0 * 125.0,
+            burst_bytes=2 * plan.payload,
+        )
+        host = SimCMHost(net.clock, net.hosts[a.src], net.ip(a.dst), cfg)
+        start_us, duration = round(a.start_s * 1e6), a.stop_s - a.start_s
+        app: BulkApp | AudioApp
+        if a.app == "bulk":
+            app = BulkApp(MemoryLog(), [1.0] * a.flows, [0.0] * a.flows, 0.2, start_us=start_us)
+            host.start(app, a.start_s, duration, 0.01)
+        else:
+            log = MemoryLog()
+            audio = AudioApp(
+                log,
+                a.frame_s * 1000,
+                a.flows,
+                0.0,
+                0.2,
+                audio=LayeredAudio(a.layers_kbps, a.layers_kbps[0]),
+                start_us=start_us,
+            )
+            host.on_done = lambda now: log.write(audio.done(now))
+            host.start(audio, a.start_s, duration, min(0.005, a.frame_s / 4))
+            app = audio
+        self.cm_apps[a.name] = (a, app, host)
 
     def _start_paced(self, gen: TcpPlan) -> None:
         """One paced sender per flow (``flow_bytes`` of its size) at its arrival time;

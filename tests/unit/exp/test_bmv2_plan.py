@@ -81,3 +81,8 @@ dst = "r1"
     )
     with pytest.raises(ValueError, match="Poisson arrivals only"):
         lab_topology(load(path))
+
+
+def test_refuses_cm_apps() -> None:
+    with pytest.raises(ValueError, match="CM apps"):
+        lab_topology(load(EXPERIMENTS_DIR / "cm-sharing.toml"))
