@@ -31,7 +31,7 @@ def check(exp: ExperimentFile) -> None:
     _dupes("switch", exp.switches)
     _dupes("host", [h.name for h in exp.hosts])
     _dupes("node", exp.switches + [h.name for h in exp.hosts])
-    _dupes("flow", [f.name for f in exp.flows] + [t.name for t in exp.tcp] + cm_names(exp))
+    _dupes("flow", flow_names(exp) + [t.name for t in exp.tcp] + cm_names(exp))
     _dupes("phase", [p.name for p in exp.phases])
     switches, hosts = list(exp.switches), [h.name for h in exp.hosts]
     for i, h in enumerate(exp.hosts):
@@ -98,7 +98,7 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f"phases[{i}] ({p.name}): start {p.start} is not before its end")
     algos = set(exp.experiment.algorithms)
     phases = [p.name for p in exp.phases]
-    flows = [f.name for f in exp.flows] + cm_names(exp)
+    flows = flow_names(exp) + cm_names(exp)
     variants = [v.name for v in exp.variants]
     _dupes("variant", variants)
     for i, e in enumerate(exp.expect):
@@ -140,6 +140,14 @@ def check(exp: ExperimentFile) -> None:
             _check_path(doc, key)
             if not values:
                 raise _err(f"sweep.grid.{key}: no values")
+
+
+def flow_names(exp: ExperimentFile) -> list[str]:
+    """The paced flows' names (``count`` users: ``<name>-1`` .. ``<name>-<count>``)."""
+    out = []
+    for f in exp.flows:
+        out += [f.name] if f.count == 1 else [f"{f.name}-{k + 1}" for k in range(f.count)]
+    return out
 
 
 def cm_names(exp: ExperimentFile) -> list[str]:

@@ -59,6 +59,7 @@ class HostPlan:
     port: int
     delay_s: float
     ack_delay_s: float
+    uplink_bps: float | None = None  # host -> switch (simulator); None: line rate
 
     @property
     def ip(self) -> str:
@@ -366,12 +367,20 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
     else:
         raise _err(f"no scale {scale!r} (the file has {', '.join(exp.scales)})")
     hports, lports = _assign_ports(exp)
+    payload = units.parse_bytes(info.payload)
     hosts: dict[str, HostPlan] = {}
     ports: dict[tuple[str, int], PortPlan] = {}
     for i, h in enumerate(exp.hosts, start=1):
         port = hports[h.name]
+        up = None if h.uplink is None else units.parse_rate(h.uplink).scaled(factor)
         hosts[h.name] = HostPlan(
-            h.name, i, h.switch, port, units.parse_time(h.delay), units.parse_time(h.ack_delay)
+            h.name,
+            i,
+            h.switch,
+            port,
+            units.parse_time(h.delay),
+            units.parse_time(h.ack_delay),
+            None if up is None else up.bps(payload + FRAME_OVERHEAD),
         )
         bps, pps = _rate(h.capacity, factor)
         ports[(h.switch, port)] = PortPlan(
@@ -448,9 +457,14 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
             else units.parse_rate(f.max_rate).scaled(factor).bps(plan.frame)
         )
         stop = duration if f.stop is None else units.parse_time(f.stop)
-        plan.flows.append(
-            FlowPlan(f.name, f.src, f.dst, units.parse_time(f.start), stop, bps, data, acks)
-        )
+        start, stagger = units.parse_time(f.start), units.parse_time(f.stagger)
+        if f.count > 1 and start + (f.count - 1) * stagger >= stop:
+            raise _err(f"flows[{i}] ({f.name}): its last user starts after it stops")
+        for k in range(f.count):
+            name = f.name if f.count == 1 else f"{f.name}-{k + 1}"
+            plan.flows.append(
+                FlowPlan(name, f.src, f.dst, start + k * stagger, stop, bps, data, acks)
+            )
     for i, t in enumerate(exp.tcp):
         data = _path(plan, table, t.src, t.dst)
         if data is None or _path(plan, table, t.dst, t.src) is None:

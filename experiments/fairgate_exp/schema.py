@@ -106,6 +106,7 @@ class Host(Strict):
     switch: Name
     port: int | None = Field(default=None, ge=1, le=15)  # default: the next free one
     capacity: RateStr | None = None  # switch -> host (default: line rate)
+    uplink: RateStr | None = None  # host -> switch, simulator (default: line rate, 100 Mbit/s)
     buffer: PktStr = "64pkt"
     delay: TimeStr = "0ms"  # one-way delay of the access link (both directions)
     ack_delay: TimeStr = "0ms"  # the receiver holds each ack this long (RTT emulation)
@@ -133,6 +134,8 @@ class Flow(Strict):
     start: TimeStr = "0s"
     stop: TimeStr | None = None  # default: the end of the run
     max_rate: RateStr | None = None  # the sender's desired rate (default: unlimited)
+    count: int = Field(default=1, ge=1, le=2000)  # users: flows <name>-1 .. <name>-<count>
+    stagger: TimeStr = "0s"  # user k starts (k - 1) x stagger after start
 
 
 class TcpGenerator(Strict):

@@ -98,7 +98,9 @@ class SimEngine:
         self._plan, self._algo = plan, algo
         ports = {k: port_params(p.pps, p.bps, p.depth, p.delay_s) for k, p in plan.ports.items()}
         uplinks = {
-            h.name: PortParams(rate_Bps=LINE_RATE_BPS / 8, depth=UPLINK_DEPTH, delay_s=h.delay_s)
+            h.name: PortParams(
+                rate_Bps=(h.uplink_bps or LINE_RATE_BPS) / 8, depth=UPLINK_DEPTH, delay_s=h.delay_s
+            )
             for h in plan.hosts.values()
         }
         spec = NetSpec(plan.topology(), ports, uplinks, plan.frame)
