@@ -83,10 +83,13 @@ test-mininet: $(STAMP)
 EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
 EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json)
+# files the BMv2 engine cannot run yet (CM apps): make lab keeps their old scenario
+LAB_OLD   = cm-sharing
+LAB_FILE  = $(if $(filter $(LAB_OLD),$(EXP)),,$(EXP_FILE))
 
 lab: $(STAMP)
 	@test -n "$(EXP)" || { echo "make lab: say which experiment, e.g. make lab EXP=ring or EXP=path/to/file.toml (docs/experiments.md)"; exit 2; }
-	@if [ -n "$(EXP_FILE)" ]; then \
+	@if [ -n "$(LAB_FILE)" ]; then \
 	  if command -v $(SWITCH) >/dev/null; then \
 	    $(PY) -m fairgate_exp run $(EXP_ARGS) --engine bmv2; \
 	  else \

@@ -56,7 +56,7 @@ def lab_topology(plan: Plan) -> LabTopology:
     if plan.cm:
         raise ValueError(
             "bmv2 engine: CM apps ([[cm]]) run in the simulator only so far; "
-            "make lab EXP=cm-sharing SMOKE=1 runs the old scenario on BMv2"
+            "make lab EXP=cm-sharing runs the old scenario on BMv2"
         )
     for g in plan.tcp:
         if g.kind == "bulk" and g.transport != "paced":
