@@ -30,6 +30,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=("sim", "bmv2"), default="sim")
     r.add_argument("--scale", default=None, help="a [scales.<name>] of the file (default: first)")
     r.add_argument("--algo", default="all", help="comma-separated, or all (the file's)")
+    r.add_argument("--variant", default="all", help="comma-separated, or all (the file's)")
     r.add_argument("--results", type=Path, default=Path("results"))
     r.add_argument("--quiet", action="store_true", help="only the verdicts")
     r.add_argument("--json", action="store_true", help="print summary.json at the end")
@@ -88,10 +89,15 @@ def main(argv: list[str] | None = None) -> int:
                 lab_topology(plan)
             except ValueError as exc:
                 raise ExperimentError(f"{plan.path}: {exc}") from None
-        if plan.file.tcp:
-            raise ExperimentError(
-                "tcp generators are parsed and checked but no engine runs them yet (issue 13)"
-            )
+        if getattr(args, "variant", "all") != "all":
+            names = [v.name for v in plan.variants]
+            unknown = [n for n in args.variant.split(",") if n not in names]
+            if unknown:
+                raise ExperimentError(
+                    f"--variant: unknown variant(s) {', '.join(unknown)} "
+                    f"(the file has {', '.join(names) or 'none'})"
+                )
+            plan.variants = [v for v in plan.variants if v.name in args.variant.split(",")]
     except ExperimentError as exc:
         print(f"experiment: {exc}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ def check(exp: ExperimentFile) -> None:
     _dupes("switch", exp.switches)
     _dupes("host", [h.name for h in exp.hosts])
     _dupes("node", exp.switches + [h.name for h in exp.hosts])
-    _dupes("flow", [f.name for f in exp.flows] + [t.name for t in exp.tcp])
+    _dupes("flow", flow_names(exp) + [t.name for t in exp.tcp] + cm_names(exp))
     _dupes("phase", [p.name for p in exp.phases])
     switches, hosts = list(exp.switches), [h.name for h in exp.hosts]
     for i, h in enumerate(exp.hosts):
@@ -64,7 +64,7 @@ def check(exp: ExperimentFile) -> None:
         raise _err(
             f"experiment.warmup {exp.experiment.warmup} is not before the end ({duration:g} s)"
         )
-    for kind, items in (("flows", exp.flows), ("tcp", exp.tcp)):
+    for kind, items in (("flows", exp.flows), ("tcp", exp.tcp), ("cm", exp.cm)):
         for i, f in enumerate(items):
             for end in (f.src, f.dst):
                 if end not in hosts:
@@ -98,7 +98,9 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f"phases[{i}] ({p.name}): start {p.start} is not before its end")
     algos = set(exp.experiment.algorithms)
     phases = [p.name for p in exp.phases]
-    flows = [f.name for f in exp.flows]
+    flows = flow_names(exp) + cm_names(exp)
+    variants = [v.name for v in exp.variants]
+    _dupes("variant", variants)
     for i, e in enumerate(exp.expect):
         where = f"expect[{i}] ({e.metric})"
         if e.phase is not None and e.phase not in phases:
@@ -112,7 +114,7 @@ def check(exp: ExperimentFile) -> None:
         if e.metric in ("maxmin", "flow_rate", "jain"):
             if not exp.measure.flows:
                 raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
-            if not exp.flows:
+            if not exp.flows and not (e.metric == "flow_rate" and exp.cm):
                 raise _err(f"{where}: there are no paced flows to measure")
         if e.metric in ("maxmin", "queue") and e.within is None:
             raise _err(f'{where}: needs within (e.g. within = "10%")')
@@ -122,6 +124,14 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f"{where}: needs max (e.g. max = 0)")
         if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):
             raise _err(f"{where}: needs flows, value and within")
+        for v in e.variants or []:
+            if v not in variants:
+                raise _err(f"{where}: unknown variant {v!r}{_near(v, variants)}")
+        if e.metric in ("completion_rate", "fct"):
+            if not exp.tcp:
+                raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
+            if e.min is None and e.max is None:
+                raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
         if e.metric == "queue" and "lestas" not in (e.algorithms or algos):
             raise _err(f"{where}: only lestas regulates the queue to q_ref")
     if exp.sweep is not None:
@@ -130,6 +140,23 @@ def check(exp: ExperimentFile) -> None:
             _check_path(doc, key)
             if not values:
                 raise _err(f"sweep.grid.{key}: no values")
+
+
+def flow_names(exp: ExperimentFile) -> list[str]:
+    """The paced flows' names (``count`` users: ``<name>-1`` .. ``<name>-<count>``)."""
+    out = []
+    for f in exp.flows:
+        out += [f.name] if f.count == 1 else [f"{f.name}-{k + 1}" for k in range(f.count)]
+    return out
+
+
+def cm_names(exp: ExperimentFile) -> list[str]:
+    """The recorded names of the CM apps' flows."""
+    out = []
+    for a in exp.cm:
+        out += [f"{a.name}-audio"] if a.app == "audio" else []
+        out += [f"{a.name}-{i}" for i in range(a.flows)]
+    return out
 
 
 def _reach(adj: dict[str, set[str]], start: str) -> set[str]:

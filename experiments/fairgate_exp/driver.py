@@ -12,9 +12,17 @@ from typing import Any
 
 from fairgate_exp import records
 from fairgate_exp.engine import Engine
-from fairgate_exp.metrics import Verdict, flow_rates, judge, mean_in, port_rows, window_drops
+from fairgate_exp.metrics import (
+    Verdict,
+    flow_rates,
+    judge,
+    mean_in,
+    port_rows,
+    tcp_summaries,
+    window_drops,
+)
 from fairgate_exp.oracle import maxmin_pps
-from fairgate_exp.plan import Plan
+from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 
 Say = Callable[[str], None]
 #: progress(algo, t, end, live line): called after every step of a run
@@ -32,26 +40,40 @@ class RunError(RuntimeError):
 def run_algo(
     plan: Plan, engine: Engine, algo: str, out: Path, say: Say, progress: Progress | None = None
 ) -> dict[str, Any]:
+    """One run of one algorithm (and of ``plan.variant``, if the file has variants)."""
+    label = run_label(plan, algo)
     engine.build(plan, algo, out)
     try:
-        events = sorted(plan.flows, key=lambda f: f.start_s)
+        events: list[tuple[float, FlowPlan | TcpPlan | CmPlan]] = sorted(
+            [(f.start_s, f) for f in plan.flows]
+            + [(g.start_s, g) for g in plan.tcp]
+            + [(a.start_s, a) for a in plan.cm],
+            key=lambda e: e[0],
+        )
         end = plan.duration_s
         step = 1.0
         t = 0.0
         last_say = -1.0
         while t < end:
             nxt = min(end, t + step)
-            while events and events[0].start_s <= t:
-                engine.start_flow(events.pop(0))
-            if events and events[0].start_s < nxt:
-                nxt = events[0].start_s
+            while events and events[0][0] <= t:
+                item = events.pop(0)[1]
+                if isinstance(item, TcpPlan):
+                    engine.start_tcp(item)
+                elif isinstance(item, CmPlan):
+                    engine.start_cm(item)
+                else:
+                    engine.start_flow(item)
+            if events and events[0][0] < nxt:
+                nxt = events[0][0]
             engine.advance(nxt)
             t = nxt
             if progress is not None:
-                progress(algo, t, end, _live_line(plan, algo, engine, t))
+                progress(label, t, end, _live_line(plan, label, engine, t))
             elif t - last_say >= 5.0 or t >= end:
                 last_say = t
-                say(_live_line(plan, algo, engine, t))
+                say(_live_line(plan, label, engine, t))
+        tcp = engine.tcp_records() if plan.tcp else []  # open flows: interrupted at the end
         engine.advance(end + 2 * plan.sample_s)
         facts = engine.close()
     except BaseException:
@@ -59,9 +81,42 @@ def run_algo(
         raise
     samples = engine.flow_samples()
     rates = {name: flow_rates(s) for name, s in samples.items()}
-    rows = port_rows(plan, engine.port_records())
-    verdicts = judge(plan, algo, rates, rows)
-    return {"rates": rates, "rows": rows, "verdicts": verdicts, "engine": facts}
+    records_ = engine.port_records()
+    rows = port_rows(plan, records_)
+    tcp_summary = tcp_summaries(plan, tcp)
+    verdicts = judge(plan, algo, rates, rows, tcp_summary, label)
+    return {
+        "rates": rates,
+        "rows": rows,
+        "verdicts": verdicts,
+        "engine": facts,
+        "tcp": tcp,
+        "tcp_summary": tcp_summary,
+        "admit": admit_series(plan, records_),
+    }
+
+
+def run_label(plan: Plan, algo: str) -> str:
+    """``algo``, or with variants the variant's name (``algo+variant`` when the file
+    compares several algorithms)."""
+    if plan.variant is None:
+        return algo
+    if len(plan.algorithms) == 1:
+        return plan.variant.name
+    return f"{algo}+{plan.variant.name}"
+
+
+def admit_series(plan: Plan, records_: list[dict[str, Any]]) -> list[list[Any]]:
+    """(t, admit rate in flows/s or None: not gating) of session control, per period of
+    the first gated port."""
+    if not plan.gated:
+        return []
+    sw, port = plan.gated[0]
+    return [
+        [round(r["t"], 2), r["admit_fps"]]
+        for r in records_
+        if (r["switch"], r["port"]) == (sw, port) and "admit_fps" in r
+    ]
 
 
 def _live_line(plan: Plan, algo: str, engine: Engine, t: float) -> str:
@@ -98,12 +153,32 @@ def run(
     verdicts: list[Verdict] = []
     per_algo: dict[str, Any] = {}
     t0 = time.monotonic()
-    for algo in algos:
+    tcp_rows: list[dict[str, Any]] = []
+    runs = [
+        (algo, plan.with_variant(v) if v is not None else plan)
+        for algo in algos
+        for v in (plan.variants or [None])
+    ]
+    for algo, p in runs:
+        label = run_label(p, algo)
         try:
-            res = run_algo(plan, make_engine(), algo, run_dir / algo, say, progress)
+            res = run_algo(p, make_engine(), algo, run_dir / label, say, progress)
         except Exception as exc:
             (run_dir / "error.txt").write_text(traceback.format_exc())
-            raise RunError(f"{algo}: {type(exc).__name__}: {exc}", run_dir) from exc
+            raise RunError(f"{label}: {type(exc).__name__}: {exc}", run_dir) from exc
+        tcp_rows += [
+            {
+                "algo": label,
+                "generator": r["generator"],
+                "flow": r["flow"],
+                "scheduled_s": round(r["scheduled_s"], 6),
+                "size": r["size"],
+                "outcome": r["outcome"],
+                "fct_s": None if r["fct_s"] is None else round(r["fct_s"], 6),
+            }
+            for r in res["tcp"]
+        ]
+        algo = label
         for name, series in res["rates"].items():
             flow_rows += [
                 {
@@ -117,12 +192,14 @@ def run(
             ]
         port_rows_all += [{"algo": algo, **r} for r in res["rows"]]
         verdicts += res["verdicts"]
-        per_algo[algo] = _algo_summary(plan, res)
+        per_algo[algo] = _algo_summary(p, res)
         if progress is None:
             for v in res["verdicts"]:
                 say("  " + v.line())
     records.write_csv(run_dir / "flows.csv", flow_rows)
     records.write_csv(run_dir / "ports.csv", port_rows_all)
+    if tcp_rows:
+        records.write_csv(run_dir / "tcp.csv", tcp_rows)
     summary = {
         "experiment": plan.name,
         "title": plan.file.experiment.title,
@@ -132,7 +209,7 @@ def run(
         "scale": plan.scale,
         "factor": plan.factor,
         "seed": plan.seed,
-        "algos": algos,
+        "algos": list(per_algo),
         "elapsed_s": round(time.monotonic() - t0, 1),
         "passed": all(v.passed for v in verdicts),
         "verdicts": [v.to_json() for v in verdicts],
@@ -142,9 +219,12 @@ def run(
     records.write_json(run_dir / "summary.json", summary)
     records.write_json(run_dir / "verdicts.json", [v.to_json() for v in verdicts])
     try:
-        from fairgate_exp.plot import plot_run
+        from fairgate_exp.plot import plot_run, plot_tcp
 
-        summary["plots"] = [p.name for p in plot_run(run_dir, plan, flow_rows, port_rows_all)]
+        plots = plot_run(run_dir, plan, flow_rows, port_rows_all)
+        if tcp_rows:
+            plots += plot_tcp(run_dir, plan, tcp_rows)
+        summary["plots"] = [p.name for p in plots]
         records.write_json(run_dir / "summary.json", summary)
     except ImportError as exc:  # matplotlib is pinned; say so rather than fail the run
         say(f"  no plot: {exc}")
@@ -168,6 +248,17 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
                 "mean_kbps": round(got * plan.frame * 8 / 1000, 1) if got is not None else None,
                 "maxmin_pps": round(oracle[f.name], 2),
             }
+        for a in plan.cm:  # CM flows: measured only (the oracle knows paced flows)
+            if a.start_s <= t0 and a.stop_s >= t1:
+                for name in sorted(n for n in res["rates"] if n.startswith(f"{a.name}-")):
+                    got = mean_in(res["rates"][name], t0, t1)
+                    flows[name] = {
+                        "mean_pps": round(got, 2) if got is not None else None,
+                        "mean_kbps": round(got * plan.frame * 8 / 1000, 1)
+                        if got is not None
+                        else None,
+                        "maxmin_pps": None,
+                    }
         ports = {}
         for lab in sorted({r["port"] for r in res["rows"]}):
             rs = [r for r in res["rows"] if r["port"] == lab and t0 < r["t"] <= t1]
@@ -180,4 +271,16 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
         out["windows"][label] = {"window_s": [t0, t1], "flows": flows, "ports": ports}
     run = out["windows"]["run"]
     out.update(flows=run["flows"], ports=run["ports"], engine=res["engine"])
+    if res["tcp_summary"]:
+        out["tcp"] = res["tcp_summary"]
+    if plan.variant is not None:
+        v = plan.variant
+        out["variant"] = {
+            "name": v.name,
+            "session": v.session,
+            "admit_fps": v.admit_fps,
+            "duration_s": v.duration_s,
+            "warmup_s": v.warmup_s,
+        }
+        out["admit"] = res["admit"] if v.session != "off" else []
     return out

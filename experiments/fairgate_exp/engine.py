@@ -11,17 +11,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from fairgate_exp.plan import FlowPlan, Plan
+from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 
 
 class Engine(Protocol):
     name: str  # "sim" | "bmv2"
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
-        """Network, controller and receiver agents for one algorithm; time 0 is now."""
+        """Network, controller and receiver agents for one algorithm; time 0 is now.
+        ``plan.variant`` (if any) says how the SYN gates run: session control in the
+        controller, or a static admit rate written to every gated port's meter."""
 
     def start_flow(self, flow: FlowPlan) -> None:
         """Starts a paced rate-controlled UDP sender (it stops itself at ``flow.stop_s``)."""
+
+    def start_tcp(self, gen: TcpPlan) -> None:
+        """Starts a TCP flow generator (its server on ``gen.dst`` and its client on
+        ``gen.src``); arrivals stop at ``gen.stop_s``."""
+
+    def start_cm(self, app: CmPlan) -> None:
+        """Starts a Congestion Manager app (bulk or audio) on ``app.src``; its flows'
+        receive counts join ``flow_samples`` as ``<name>-<i>`` / ``<name>-audio``."""
+
+    def tcp_records(self) -> list[dict[str, Any]]:
+        """One record per TCP flow (``FlowRecord.as_json``: scheduled_s, size, outcome,
+        fct_s, ...), times since time 0; open flows are ``interrupted``."""
 
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
         """Changes the service rate of one output port (a link change)."""

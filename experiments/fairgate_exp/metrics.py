@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,7 @@ from fairgate_exp import units
 from fairgate_exp.oracle import bottlenecks, maxmin_pps
 from fairgate_exp.plan import FlowPlan, Plan
 from fairgate_exp.schema import Expect
+from fairgate_hosts.traffic.records import FlowRecord, summarize
 
 
 def flow_rates(samples: list[tuple[float, int]]) -> list[tuple[float, float]]:
@@ -101,20 +103,115 @@ class Verdict:
         }
 
 
+def tcp_summaries(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per TCP generator, the hosts' client summary (``traffic.records.summarize``):
+    completions per second whose end falls in [warm-up, the generator's stop), FCT
+    quantiles, outcomes, size mixes. ``all``: every generator's flows together."""
+    if not plan.tcp:
+        return {}
+    fields = set(FlowRecord.__dataclass_fields__)
+    recs: dict[str, list[FlowRecord]] = {g.name: [] for g in plan.tcp}
+    for r in records:
+        recs[r["generator"]].append(FlowRecord(**{k: v for k, v in r.items() if k in fields}))
+    out: dict[str, Any] = {}
+    for g in plan.tcp:
+        out[g.name] = summarize(
+            recs[g.name],
+            duration_s=g.stop_s - g.start_s,
+            warmup_s=max(plan.warmup_s, g.start_s),
+            window_end_s=g.stop_s,
+        )
+        out[g.name]["every_flow"] = fct_by_size(recs[g.name], g.mss)
+    if len(plan.tcp) > 1:
+        start = min(g.start_s for g in plan.tcp)
+        stop = max(g.stop_s for g in plan.tcp)
+        out["all"] = summarize(
+            [r for rs in recs.values() for r in rs],
+            duration_s=stop - start,
+            warmup_s=max(plan.warmup_s, start),
+            window_end_s=stop,
+        )
+    return out
+
+
+def fct_by_size(recs: list[FlowRecord], mss: int) -> dict[str, Any]:
+    """Over every flow of the run (not only the window's, QFCP Fig. 1's way): how many
+    completed, their mean FCT, that of short flows (<= 10 segments) and the mean FCT per
+    power-of-two size bin in segments ("4-7": [flows, mean s])."""
+    done = [r for r in recs if r.outcome == "completed" and r.fct_s is not None]
+    fcts = [r.fct_s for r in done if r.fct_s is not None]
+    short = [r.fct_s for r in done if r.fct_s is not None and -(-r.size // mss) <= 10]
+    bins: dict[int, list[float]] = {}
+    for r in done:
+        pkts = -(-r.size // mss)
+        bins.setdefault(max(0, int(math.log2(max(1, pkts)))), []).append(r.fct_s or 0.0)
+    return {
+        "flows": len(recs),
+        "completed": len(done),
+        "mean_fct_s": round(sum(fcts) / len(fcts), 4) if fcts else None,
+        "mean_fct_short_s": round(sum(short) / len(short), 4) if short else None,
+        "short_flows": len(short),
+        "mean_fct_by_size_segments": {
+            f"{2**b}-{2 ** (b + 1) - 1}": [len(v), round(sum(v) / len(v), 4)]
+            for b, v in sorted(bins.items())
+        },
+    }
+
+
 def judge(
     plan: Plan,
     algo: str,
     rates: dict[str, list[tuple[float, float]]],
     rows: list[dict[str, Any]],
+    tcp: dict[str, Any] | None = None,
+    label: str | None = None,
 ) -> list[Verdict]:
+    """Every expectation that applies to this run; ``label`` names the run in the
+    verdicts (the algorithm, or the variant)."""
     out = []
+    variant = plan.variant.name if plan.variant is not None else None
     for i, e in enumerate(plan.file.expect):
         if e.algorithms is not None and algo not in e.algorithms:
             continue
+        if e.variants is not None and variant not in e.variants:
+            continue
         if e.metric == "queue" and algo != "lestas":
             continue
-        out.append(_judge_one(plan, algo, i, e, rates, rows))
+        if e.metric in ("completion_rate", "fct"):
+            out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
+        else:
+            out.append(_judge_one(plan, label or algo, i, e, rates, rows))
     return out
+
+
+def _judge_tcp(plan: Plan, label: str, i: int, e: Expect, tcp: dict[str, Any]) -> Verdict:
+    """completion_rate: completed flows/s (all generators); fct: their mean FCT (s)."""
+    s = tcp.get("all") or next(iter(tcp.values()), {})
+    win = tuple(s.get("window_s", (plan.warmup_s, plan.duration_s)))
+    if e.metric == "completion_rate":
+        got = s.get("completion_rate_per_s")
+    else:
+        got = (s.get("fct_s") or {}).get("mean")
+    ok = got is not None
+    if ok and e.min is not None:
+        ok = got >= e.min
+    if ok and e.max is not None:
+        ok = got <= e.max
+    bounds = [
+        f">= {e.min:g}" if e.min is not None else "",
+        f"<= {e.max:g}" if e.max is not None else "",
+    ]
+    unit = "flows/s" if e.metric == "completion_rate" else "s"
+    return Verdict(
+        i,
+        e.metric,
+        label,
+        (float(win[0]), float(win[1])),
+        ok,
+        round(got, 3) if got is not None else None,
+        " and ".join(b for b in bounds if b) + f" {unit}",
+        {"outcomes": s.get("outcomes"), "completed_in_window": s.get("completed_in_window")},
+    )
 
 
 def _judge_one(

@@ -7,7 +7,7 @@ Both engines run a ``Plan``; neither reads the file. Routes are the controller's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class HostPlan:
     port: int
     delay_s: float
     ack_delay_s: float
+    uplink_bps: float | None = None  # host -> switch (simulator); None: line rate
 
     @property
     def ip(self) -> str:
@@ -79,6 +80,63 @@ class FlowPlan:
     max_rate_bps: float | None
     path: tuple[tuple[str, int], ...]  # data direction: (switch, output port)
     ack_path: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class TcpPlan:
+    """A TCP flow generator; ``stop_s`` ends arrivals (and bulk flows' sending)."""
+
+    name: str
+    src: str
+    dst: str
+    kind: str  # "bulk" | "poisson"
+    transport: str  # "tcp" | "paced" | "auto"
+    count: int
+    size: int
+    arrival_rate: float | None
+    mean_size: int
+    max_size: int | None
+    pareto_shape: float
+    mss: int
+    whole_segments: bool
+    syn_retries: int
+    max_open: int | None
+    hold_s: float
+    start_s: float
+    stop_s: float
+    path: tuple[tuple[str, int], ...]
+
+    def paced(self, algo: str) -> bool:
+        """Whether this generator's flows are paced senders (else TCP) under ``algo``."""
+        return self.transport == "paced" or (self.transport == "auto" and algo != "none")
+
+
+@dataclass(frozen=True)
+class CmPlan:
+    """A Congestion Manager app; rates already scaled."""
+
+    name: str
+    src: str
+    dst: str
+    app: str  # "bulk" | "audio"
+    flows: int
+    layers_kbps: tuple[int, ...]
+    frame_s: float
+    initial_rate_kbps: float
+    start_s: float
+    stop_s: float
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """How the SYN gates run: ``session`` (off/strategy1/strategy2) or a static
+    ``admit_fps`` on every gated port; its own duration and warm-up."""
+
+    name: str
+    session: str
+    admit_fps: float | None
+    duration_s: float
+    warmup_s: float
 
 
 @dataclass
@@ -108,7 +166,25 @@ class Plan:
     measured: list[tuple[str, int]]
     sample_s: float
     exact_queue: bool
+    tcp: list[TcpPlan] = field(default_factory=list)
+    variants: list[VariantPlan] = field(default_factory=list)
+    cm: list[CmPlan] = field(default_factory=list)
+    variant: VariantPlan | None = None  # the one being run (``with_variant``)
+    session_window_s: float = 2.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gated(self) -> list[tuple[str, int]]:
+        return [k for k, p in self.ports.items() if p.gate_syn]
+
+    def with_variant(self, v: VariantPlan) -> Plan:
+        """This plan for one variant: its duration and warm-up, and TCP generators with
+        no explicit stop ending their drain before the variant's end."""
+        tcp = []
+        for g, t in zip(self.tcp, self.file.tcp, strict=True):
+            stop = g.stop_s if t.stop is not None else v.duration_s - units.parse_time(t.drain)
+            tcp.append(replace(g, stop_s=stop))
+        return replace(self, variant=v, duration_s=v.duration_s, warmup_s=v.warmup_s, tcp=tcp)
 
     @property
     def frame(self) -> int:
@@ -291,12 +367,20 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
     else:
         raise _err(f"no scale {scale!r} (the file has {', '.join(exp.scales)})")
     hports, lports = _assign_ports(exp)
+    payload = units.parse_bytes(info.payload)
     hosts: dict[str, HostPlan] = {}
     ports: dict[tuple[str, int], PortPlan] = {}
     for i, h in enumerate(exp.hosts, start=1):
         port = hports[h.name]
+        up = None if h.uplink is None else units.parse_rate(h.uplink).scaled(factor)
         hosts[h.name] = HostPlan(
-            h.name, i, h.switch, port, units.parse_time(h.delay), units.parse_time(h.ack_delay)
+            h.name,
+            i,
+            h.switch,
+            port,
+            units.parse_time(h.delay),
+            units.parse_time(h.ack_delay),
+            None if up is None else up.bps(payload + FRAME_OVERHEAD),
         )
         bps, pps = _rate(h.capacity, factor)
         ports[(h.switch, port)] = PortPlan(
@@ -373,12 +457,71 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
             else units.parse_rate(f.max_rate).scaled(factor).bps(plan.frame)
         )
         stop = duration if f.stop is None else units.parse_time(f.stop)
-        plan.flows.append(
-            FlowPlan(f.name, f.src, f.dst, units.parse_time(f.start), stop, bps, data, acks)
-        )
+        start, stagger = units.parse_time(f.start), units.parse_time(f.stagger)
+        if f.count > 1 and start + (f.count - 1) * stagger >= stop:
+            raise _err(f"flows[{i}] ({f.name}): its last user starts after it stops")
+        for k in range(f.count):
+            name = f.name if f.count == 1 else f"{f.name}-{k + 1}"
+            plan.flows.append(
+                FlowPlan(name, f.src, f.dst, start + k * stagger, stop, bps, data, acks)
+            )
     for i, t in enumerate(exp.tcp):
-        if _path(plan, table, t.src, t.dst) is None:
+        data = _path(plan, table, t.src, t.dst)
+        if data is None or _path(plan, table, t.dst, t.src) is None:
             raise _err(f"tcp[{i}] ({t.name}): no route from {t.src} to {t.dst}")
+        stop = duration - units.parse_time(t.drain) if t.stop is None else units.parse_time(t.stop)
+        plan.tcp.append(
+            TcpPlan(
+                t.name,
+                t.src,
+                t.dst,
+                t.kind,
+                t.transport,
+                t.count,
+                units.parse_bytes(t.size),
+                t.arrival_rate,
+                units.parse_bytes(t.mean_size),
+                None if t.max_size is None else units.parse_bytes(t.max_size),
+                t.pareto_shape,
+                units.parse_bytes(t.mss),
+                t.whole_segments,
+                t.syn_retries,
+                t.max_open,
+                units.parse_time(t.hold),
+                units.parse_time(t.start),
+                stop,
+                data,
+            )
+        )
+    for i, a in enumerate(exp.cm):
+        if _path(plan, table, a.src, a.dst) is None or _path(plan, table, a.dst, a.src) is None:
+            raise _err(f"cm[{i}] ({a.name}): no route from {a.src} to {a.dst}")
+        frame = plan.frame
+        plan.cm.append(
+            CmPlan(
+                a.name,
+                a.src,
+                a.dst,
+                a.app,
+                a.flows,
+                tuple(
+                    round(units.parse_rate(x).scaled(factor).bps(frame) / 1000) for x in a.layers
+                ),
+                units.parse_time(a.frame),
+                units.parse_rate(a.initial_rate).scaled(factor).bps(frame) / 1000,
+                units.parse_time(a.start),
+                duration if a.stop is None else units.parse_time(a.stop),
+            )
+        )
+    plan.session_window_s = units.parse_time(ctl.session_window)
+    for v in exp.variants:
+        d = duration if v.duration is None else units.parse_time(v.duration)
+        w = plan.warmup_s if v.warmup is None else units.parse_time(v.warmup)
+        if w >= d:
+            raise _err(f"variants ({v.name}): warm-up {w:g} s is not before the end ({d:g} s)")
+        plan.variants.append(VariantPlan(v.name, v.session, v.admit_rate, d, w))
+    if exp.variants and not plan.gated:
+        raise _err("variants: no port gates SYNs (set gate_syn = true on a link or host)")
     labels = {p.label: key for key, p in ports.items()}
     wanted = exp.measure.ports
     if wanted is None:

@@ -17,7 +17,11 @@ def plot_run(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    algos = list(dict.fromkeys(r["algo"] for r in flows)) or plan.algorithms
+    algos = (
+        list(dict.fromkeys(r["algo"] for r in flows))
+        or list(dict.fromkeys(r["algo"] for r in ports))
+        or plan.algorithms
+    )
     fig, axes = plt.subplots(2, len(algos), figsize=(5 * len(algos), 6), squeeze=False)
     oracle = maxmin_pps(plan)
     for j, algo in enumerate(algos):
@@ -31,7 +35,8 @@ def plot_run(
                 ax.axhline(oracle[f.name], ls="--", lw=0.8, color=line.get_color())
         ax.set_title(f"{plan.name} [{algo}]")
         ax.set_ylabel("flow rate (pkt/s); max-min dashed")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
         ax = axes[1][j]
         for lab in dict.fromkeys(r["port"] for r in ports if r["algo"] == algo):
             pts = [
@@ -43,6 +48,35 @@ def plot_run(
         ax.legend(fontsize=7)
     fig.tight_layout()
     out = run_dir / f"{plan.name}.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return [out]
+
+
+def plot_tcp(run_dir: Path, plan: Plan, tcp: list[dict[str, Any]]) -> list[Path]:
+    """Completed TCP flows per second over time (by completion time), one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for label in dict.fromkeys(r["algo"] for r in tcp):
+        bins: dict[int, int] = {}
+        for r in tcp:
+            if r["algo"] == label and r["outcome"] == "completed" and r["fct_s"] is not None:
+                b = int(r["scheduled_s"] + r["fct_s"])
+                bins[b] = bins.get(b, 0) + 1
+        if bins:
+            xs = list(range(max(bins) + 1))
+            ax.plot([x + 0.5 for x in xs], [bins.get(x, 0) for x in xs], label=label)
+    ax.set_title(f"{plan.name}: TCP completions")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("completed flows/s")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = run_dir / f"{plan.name}-tcp.png"
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return [out]

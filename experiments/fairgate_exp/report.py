@@ -71,12 +71,17 @@ def section(results: Path) -> str:
             lines += [f"Source: {first['paper']}.", ""]
         cols = [(eng, scale, algo) for (eng, scale), s in sorted(by.items()) for algo in s["algos"]]
         head = " | ".join(f"{eng} {scale} {algo}" for eng, scale, algo in cols)
-        lines += [f"| window | flow | max-min | {head} |", "|---|---|---|" + "---|" * len(cols)]
         rows: list[tuple[str, str]] = []
         for s in by.values():
             for res in s["results"].values():
                 for win, w in res.get("windows", {"run": res}).items():
                     rows += [(win, f) for f in w["flows"] if (win, f) not in rows]
+        if rows:
+            lines += [
+                f"| window | flow | max-min | {head} |",
+                "|---|---|---|" + "---|" * len(cols),
+            ]
+        lines += _tcp_rows(by, cols, head)
         for win, flow in rows:
             cells, oracle, span = [], None, ""
             for eng, scale, algo in cols:
@@ -129,6 +134,46 @@ def section(results: Path) -> str:
         ]
     lines.append(END)
     return "\n".join(lines)
+
+
+def _tcp_rows(
+    by: dict[tuple[str, str], dict[str, Any]], cols: list[tuple[str, str, str]], head: str
+) -> list[str]:
+    """TCP generators: completions per second and mean FCT in the judged window, and
+    over every flow (completed / offered, mean FCT, short flows' mean FCT)."""
+    gens: list[str] = []
+    for s in by.values():
+        for res in s["results"].values():
+            gens += [g for g in res.get("tcp", {}) if g not in gens]
+    if not gens:
+        return []
+    out = [f"| TCP generator | figure | {head} |", "|---|---|" + "---|" * len(cols)]
+    figures = [
+        ("completed flows/s (window)", lambda t: t.get("completion_rate_per_s")),
+        ("mean FCT s (window)", lambda t: (t.get("fct_s") or {}).get("mean")),
+        (
+            "completed / flows (all)",
+            lambda t: (
+                f"{t['every_flow']['completed']}/{t['every_flow']['flows']}"
+                if "every_flow" in t
+                else None
+            ),
+        ),
+        ("mean FCT s (all)", lambda t: (t.get("every_flow") or {}).get("mean_fct_s")),
+        (
+            "mean FCT s, <= 10 segments (all)",
+            lambda t: (t.get("every_flow") or {}).get("mean_fct_short_s"),
+        ),
+    ]
+    for g in gens:
+        for label, get in figures:
+            cells = []
+            for eng, scale, algo in cols:
+                t = by[(eng, scale)]["results"][algo].get("tcp", {}).get(g)
+                v = get(t) if t is not None else None
+                cells.append(_fmt(v) if v is not None else "-")
+            out.append(f"| {g} | {label} | " + " | ".join(cells) + " |")
+    return [*out, ""]
 
 
 def update(doc: Path, results: Path) -> bool:

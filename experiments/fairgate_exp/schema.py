@@ -90,6 +90,7 @@ class Control(Strict):
     period: PeriodStr = "auto"  # "auto": the mean carried RTT, within [period_min, period_max]
     period_min: PosTimeStr = "40ms"
     period_max: PosTimeStr = "200ms"
+    session_window: PosTimeStr = "2s"  # session control's measurement window
     q_ref: PktStr = "10pkt"  # Lestas's queue target (packets of 1500 B)
     initial_rate: RateStr = "400kbit/s"  # what senders start at
     min_rate: RateStr = "8kbit/s"
@@ -105,6 +106,7 @@ class Host(Strict):
     switch: Name
     port: int | None = Field(default=None, ge=1, le=15)  # default: the next free one
     capacity: RateStr | None = None  # switch -> host (default: line rate)
+    uplink: RateStr | None = None  # host -> switch, simulator (default: line rate, 100 Mbit/s)
     buffer: PktStr = "64pkt"
     delay: TimeStr = "0ms"  # one-way delay of the access link (both directions)
     ack_delay: TimeStr = "0ms"  # the receiver holds each ack this long (RTT emulation)
@@ -132,21 +134,69 @@ class Flow(Strict):
     start: TimeStr = "0s"
     stop: TimeStr | None = None  # default: the end of the run
     max_rate: RateStr | None = None  # the sender's desired rate (default: unlimited)
+    count: int = Field(default=1, ge=1, le=2000)  # users: flows <name>-1 .. <name>-<count>
+    stagger: TimeStr = "0s"  # user k starts (k - 1) x stagger after start
 
 
 class TcpGenerator(Strict):
-    """Kernel TCP flows: bulk (``count`` long flows) or Poisson arrivals with Pareto sizes."""
+    """TCP flows (kernel TCP on BMv2, the simulator's Reno model): bulk (``count`` flows of
+    ``size`` at ``start``) or Poisson arrivals (``arrival_rate`` flows/s) with Pareto sizes
+    (``pareto_shape``, ``mean_size``, capped at ``max_size``). Every flow's completion
+    time is recorded; a flow still open at the end of the run is ``interrupted``."""
 
     name: Name
     src: Name
     dst: Name
     kind: Literal["bulk", "poisson"] = "bulk"
+    # tcp: TCP flows; paced: the hosts' rate-controlled senders, one per flow of its size;
+    # auto: paced under a rate algorithm, TCP under "none" (QFCP Fig. 1's comparison)
+    transport: Literal["tcp", "paced", "auto"] = "tcp"
     count: int = Field(default=1, ge=1)
+    size: ByteStr = "100MB"  # bulk: bytes per flow
     arrival_rate: float | None = Field(default=None, gt=0)  # flows/s (poisson)
     mean_size: ByteStr = "10kB"
+    max_size: ByteStr | None = None
     pareto_shape: float = Field(default=1.5, gt=1)
+    mss: ByteStr = "1448B"
+    whole_segments: bool = False  # round every size up to whole segments (sizes in packets)
+    syn_retries: int = Field(default=3, ge=0)  # the labs' tcp_syn_retries
+    max_open: int | None = Field(default=None, ge=1)  # beyond it an arrival is "capped"
+    hold: TimeStr = "0ms"  # the server holds every packet it sends (RTT emulation)
+    start: TimeStr = "0s"
+    stop: TimeStr | None = None  # arrivals stop here (default: the end of the run - drain)
+    drain: TimeStr = "0s"  # with no stop: arrivals end this long before the run does
+
+
+class CmApp(Strict):
+    """A Congestion Manager app of the hosts (``fairgate_hosts.apps``) on ``src``: ``bulk``
+    (``flows`` flows of one macroflow, equal weights) or ``audio`` (a layered audio flow,
+    frames every ``frame``, choosing among ``layers``, plus ``flows`` bulk flows in the same
+    macroflow). Its flows are recorded as ``<name>-<i>`` (and ``<name>-audio``)."""
+
+    name: Name
+    src: Name
+    dst: Name
+    app: Literal["bulk", "audio"] = "bulk"
+    flows: int = Field(default=1, ge=0, le=16)
+    layers: list[RateStr] = Field(
+        default_factory=lambda: [f"{10 * 2**i}kbit/s" for i in range(6)], min_length=1
+    )
+    frame: PosTimeStr = "40ms"
+    initial_rate: RateStr = "192kbit/s"  # the CM's rate before feedback (scaled)
     start: TimeStr = "0s"
     stop: TimeStr | None = None
+
+
+class Variant(Strict):
+    """One configuration of the SYN gates, run for every algorithm: no gating, a static
+    admit rate on every gated port, or the controller's session control (Kasera et al.
+    strategy 1 or 2). ``duration``/``warmup`` override the experiment's for this variant."""
+
+    name: Name
+    session: Literal["off", "strategy1", "strategy2"] = "off"
+    admit_rate: float | None = Field(default=None, gt=0)  # flows/s (SYNs admitted)
+    duration: PosTimeStr | None = None
+    warmup: TimeStr | None = None
 
 
 class Phase(Strict):
@@ -164,7 +214,9 @@ class Measure(Strict):
     queue: Literal["histogram", "exact"] = "histogram"
 
 
-Metric = Literal["maxmin", "utilisation", "drops", "queue", "jain", "flow_rate"]
+Metric = Literal[
+    "maxmin", "utilisation", "drops", "queue", "jain", "flow_rate", "completion_rate", "fct"
+]
 
 
 class Expect(Strict):
@@ -179,6 +231,7 @@ class Expect(Strict):
     value: RateStr | None = None  # flow_rate: the expected rate
     phase: Name | None = None  # default: from warmup to the end
     algorithms: list[Algorithm] | None = None  # default: every algorithm of the run
+    variants: list[Name] | None = None  # default: every variant
 
 
 class Sweep(Strict):
@@ -194,6 +247,8 @@ class ExperimentFile(Strict):
     links: list[Link] = Field(default_factory=list)
     flows: list[Flow] = Field(default_factory=list)
     tcp: list[TcpGenerator] = Field(default_factory=list)
+    variants: list[Variant] = Field(default_factory=list)
+    cm: list[CmApp] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)
     measure: Measure = Field(default_factory=Measure)
     expect: list[Expect] = Field(default_factory=list)

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairgate_exp.plan import FlowPlan, Plan
+from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
+from fairgate_exp.traffic import tcp_specs
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
 from fairgate_topo.procs import ProcessGroup
 from fairgate_topo.scenarios.common import LabContext, read_jsonl
+from fairgate_topo.scenarios.session_control import SYSCTLS, write_meter
 from fairgate_topo.switch_cli import set_queue
 
 PY = sys.executable
@@ -51,6 +53,17 @@ def lab_topology(plan: Plan) -> LabTopology:
             'bmv2 engine: measure.queue = "exact" is the simulator\'s; BMv2 gives the '
             "controller's queue histogram"
         )
+    if plan.cm:
+        raise ValueError(
+            "bmv2 engine: CM apps ([[cm]]) run in the simulator only so far; "
+            "make lab EXP=cm-sharing runs the old scenario on BMv2"
+        )
+    for g in plan.tcp:
+        if g.kind == "bulk" and g.transport != "paced":
+            raise ValueError(
+                f"bmv2 engine: tcp {g.name}: the hosts' traffic client offers Poisson "
+                'arrivals only (kind = "poisson"); bulk TCP runs in the simulator'
+            )
     for p in plan.ports.values():
         if p.peer not in plan.switches:
             continue
@@ -91,6 +104,15 @@ def lab_topology(plan: Plan) -> LabTopology:
     return topo
 
 
+def tcp_sysctls(plan: Plan) -> dict[str, str]:
+    """With TCP generators, the session lab's host settings (backlogs, port range) and
+    the generators' SYN retries."""
+    tcp = [g for g in plan.tcp if g.transport != "paced"]
+    if not tcp:
+        return {}
+    return SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
+
+
 def _pps(plan: Plan, p: Any) -> int | None:
     if p.pps is not None:
         return round(p.pps)
@@ -111,12 +133,17 @@ class Bmv2Engine:
     _algo: str = "qfcp"
     _thrift: dict[str, int] = field(default_factory=dict)
     _closed: bool = False
+    pending: list[tuple[float, str, list[str], str]] = field(default_factory=list)
+    started: set[str] = field(default_factory=set)
+    paced: dict[str, list[tuple[int, float, int, str]]] = field(default_factory=dict)
+    servers: set[str] = field(default_factory=set)
+    clients: dict[str, float] = field(default_factory=dict)  # generator -> its start (s)
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
         run_dir.mkdir(parents=True, exist_ok=True)
         self.procs = ProcessGroup(run_dir / "logs")
-        self.net = LabNet(lab_topology(plan), run_dir)
+        self.net = LabNet(lab_topology(plan), run_dir, host_sysctls=tcp_sysctls(plan))
         self.net.__enter__()
         written = json.loads(self.net.topo_path.read_text())
         addr = {s["name"]: (s["grpc_addr"], s["thrift_port"]) for s in written["switches"]}
@@ -135,8 +162,17 @@ class Bmv2Engine:
         extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
         extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
         extra += ["--min-rate", str(plan.min_rate_kbps)]
-        self.ctx.start_controller(algo, extra)
-        for dst in dict.fromkeys(f.dst for f in plan.flows):
+        v = plan.variant
+        if v is not None and v.session != "off":
+            extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
+        ctl = self.ctx.start_controller(algo, extra)
+        if v is not None and v.session == "off" and v.admit_fps is not None:
+            # as the lab: the switch keeps routes and gates; we own the meters
+            self.procs.stop(ctl)
+            for sw, port in plan.gated:
+                write_meter(self.ctx, sw, port, v.admit_fps)
+        paced = [g.dst for g in plan.tcp if g.paced(algo)]
+        for dst in dict.fromkeys([f.dst for f in plan.flows] + paced):
             delay_ms = plan.hosts[dst].ack_delay_s * 1000
             cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay_ms:g}"]
             cmd += ["--log", str(self.ctx.log_path(f"rx-{dst}"))]
@@ -163,17 +199,111 @@ class Bmv2Engine:
             cmd += ["--desired-rate", str(round(flow.max_rate_bps / 1000))]
         self.procs.start(f"tx-{flow.name}", cmd, self.net.host(flow.src) if self.net else None)
 
+    def start_tcp(self, gen: TcpPlan) -> None:
+        """Kernel TCP: the hosts' traffic server on ``dst`` and client on ``src`` (the
+        same seeded Poisson/Pareto workload as the simulator's). Paced: one sender
+        process per flow, started by ``advance`` at its arrival time."""
+        assert self.ctx is not None and self.procs is not None and self._plan is not None
+        assert self.net is not None
+        plan, ctx = self._plan, self.ctx
+        if gen.paced(self._algo):
+            for spec in tcp_specs(gen, plan.seed):
+                name = f"tx-{gen.name}-{spec.index}"
+                cmd = [PY, "-m", "fairgate_hosts.sender", "--dst", plan.hosts[gen.dst].ip]
+                cmd += ["--mode", SENDER_MODE[self._algo], "--size", str(spec.size_bytes)]
+                cmd += ["--flow-id", f"{gen.name}-{spec.index}"]
+                cmd += ["--packet-bytes", str(gen.mss)]
+                cmd += ["--initial-rate", str(plan.initial_rate_kbps)]
+                cmd += ["--min-rate", str(plan.min_rate_kbps), "--give-up", "30"]
+                cmd += ["--log", str(ctx.log_path(name)), "--log-interval", "1"]
+                self.pending.append((spec.start_s, name, cmd, gen.src))
+                self.paced.setdefault(gen.name, []).append(
+                    (spec.index, spec.start_s, spec.size_bytes, name)
+                )
+            self.pending.sort(key=lambda j: j[0])
+            return
+        if gen.dst not in self.servers:
+            server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
+            server += ["--max-open", str(gen.max_open or 16000)]
+            server += ["--records", str(ctx.log_path(f"server-{gen.dst}"))]
+            self.procs.start(f"server-{gen.dst}", server, self.net.host(gen.dst))
+            self.servers.add(gen.dst)
+            time.sleep(0.5)
+        assert gen.arrival_rate is not None
+        start = self.now()
+        client = [PY, "-m", "fairgate_hosts.traffic.client", "--dst", plan.hosts[gen.dst].ip]
+        client += ["--rate", repr(gen.arrival_rate), "--shape", str(gen.pareto_shape)]
+        client += ["--mean-size", str(gen.mean_size), "--seed", str(plan.seed)]
+        if gen.max_size is not None:
+            client += ["--max-size", str(gen.max_size)]
+        client += ["--duration", f"{gen.stop_s - start:.3f}", "--warmup", "0"]
+        drain = max(0.5, plan.duration_s - gen.stop_s - 0.5)
+        client += ["--timeout", f"{plan.duration_s - start + 10:.1f}", "--drain", f"{drain:.1f}"]
+        if gen.max_open is not None:
+            client += ["--max-open", str(gen.max_open)]
+        client += ["--records", str(ctx.log_path(f"client-{gen.name}"))]
+        client += ["--summary", str(ctx.run_dir / "hosts" / f"client-{gen.name}-summary.json")]
+        self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
+        self.clients[gen.name] = start
+
+    def start_cm(self, app: CmPlan) -> None:
+        """Not yet: ``lab_topology`` refuses files with CM apps."""
+        raise NotImplementedError(f"cm {app.name}: the BMv2 engine does not run CM apps yet")
+
+    def tcp_records(self) -> list[dict[str, Any]]:
+        """The clients' flow records (times moved to the experiment's clock; flows the
+        client had not closed by the end count as interrupted) and, for paced flows,
+        each sender's ``done`` line."""
+        assert self.ctx is not None
+        out: list[dict[str, Any]] = []
+        for name, start in self.clients.items():
+            for r in read_jsonl(self.ctx.log_path(f"client-{name}")):
+                if r.get("type") != "flow":
+                    continue
+                r = {"generator": name, **r}
+                for key in ("scheduled_s", "start_s", "end_s"):
+                    if r.get(key) is not None:
+                        r[key] = r[key] + start
+                out.append(r)
+        for gen, flows in self.paced.items():
+            for index, t, size, log in flows:
+                recs = read_jsonl(self.ctx.log_path(log)) if log in self.started else []
+                done = next((r for r in recs if r.get("type") == "done"), None)
+                ok = done is not None and done.get("outcome") == "completed"
+                fct = done["fct_us"] / 1e6 if ok and done.get("fct_us") is not None else None
+                outcome = done.get("outcome", "interrupted") if done else "interrupted"
+                out.append(
+                    {
+                        "generator": gen,
+                        "type": "flow",
+                        "flow": index,
+                        "scheduled_s": t,
+                        "size": size,
+                        "start_s": t,
+                        "outcome": outcome,
+                        "fct_s": fct,
+                    }
+                )
+        return out
+
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
         assert self._plan is not None
         rate = round(pps) if pps is not None else round((bps or 0) / (8 * self._plan.frame))
         set_queue(self._thrift[switch], port, max(1, rate), None)
 
     def advance(self, until_s: float) -> None:
+        """Waits until ``until_s``, starting paced flows' senders at their times."""
         while True:
+            while self.pending and self.pending[0][0] <= self.now():
+                _, name, cmd, host = self.pending.pop(0)
+                assert self.procs is not None and self.net is not None
+                self.procs.start(name, cmd, self.net.host(host))
+                self.started.add(name)
             left = self.t0 + until_s - time.time()
             if left <= 0:
                 return
-            time.sleep(min(left, 0.2))
+            nxt = self.pending[0][0] - self.now() if self.pending else left
+            time.sleep(max(0.0, min(left, 0.2, nxt)))
 
     def now(self) -> float:
         return time.time() - self.t0
@@ -215,4 +345,9 @@ class Bmv2Engine:
         finally:
             if self.net is not None:
                 self.net.stop()
-        return {"wall_s": round(wall, 1), "rtt_emulation": "ack-delay"}
+        facts: dict[str, Any] = {"wall_s": round(wall, 1), "rtt_emulation": "ack-delay"}
+        if self._plan is not None and any(
+            g.hold_s > 0 and not g.paced(self._algo) for g in self._plan.tcp
+        ):
+            facts["tcp_hold"] = "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
+        return facts

@@ -10,14 +10,24 @@ from pathlib import Path
 from typing import IO, Any
 
 from fairgate_controller.agent import ControlConfig
-from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan
+from fairgate_controller.entities import METER_BURST_DEFAULT
+from fairgate_exp.plan import LINE_RATE_BPS, CmPlan, FlowPlan, Plan, TcpPlan
+from fairgate_exp.traffic import tcp_specs
+from fairgate_hosts.apps.audio import AudioApp, LayeredAudio
+from fairgate_hosts.apps.bulk import BulkApp
+from fairgate_hosts.cm.core import CMConfig
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
+from fairgate_hosts.traffic.records import FlowRecord
+from fairgate_hosts.traffic.workload import FlowSpec
+from fairgate_sim.cmhost import MemoryLog, SimCMHost
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
 from fairgate_sim.runner import SENDER_MODE
 from fairgate_sim.simlab import QueueProbe
+from fairgate_sim.tcp import TcpConfig, TcpServer
+from fairgate_sim.tcp_traffic import TcpClient
 from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
 from fairgate_sim.udp import UdpReceiver, UdpSender
 
@@ -31,6 +41,7 @@ def port_params(pps: float | None, bps: float | None, depth: int, delay_s: float
 
 
 def control_config(plan: Plan, algo: str) -> ControlConfig:
+    session = plan.variant.session if plan.variant is not None else "off"
     return ControlConfig(
         algo=algo,  # type: ignore[arg-type]
         period_s=plan.period_s,
@@ -38,6 +49,8 @@ def control_config(plan: Plan, algo: str) -> ControlConfig:
         period_max_s=plan.period_max_s,
         q_ref_pkts=plan.q_ref_pkts,
         min_rate_kbps=plan.min_rate_kbps,
+        session=session,  # type: ignore[arg-type]
+        session_window_s=plan.session_window_s,
     )
 
 
@@ -55,6 +68,14 @@ def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
     )
 
 
+def cm_flows(a: CmPlan, app: BulkApp | AudioApp) -> list[tuple[str, Any]]:
+    """(recorded name, flow) of a CM app's open flows."""
+    if isinstance(app, BulkApp):
+        return [(f"{a.name}-{i}", f) for i, f in enumerate(app.flows)]
+    out = [(f"{a.name}-audio", app.flow)] if app.flow is not None else []
+    return out + [(f"{a.name}-{i}", f) for i, f in enumerate(app.bulk_flows)]
+
+
 @dataclass
 class SimEngine:
     name: str = "sim"
@@ -64,6 +85,12 @@ class SimEngine:
     receivers: dict[str, UdpReceiver] = field(default_factory=dict)
     samples: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     probe: QueueProbe | None = None
+    clients: dict[str, TcpClient] = field(default_factory=dict)
+    servers: dict[str, TcpServer] = field(default_factory=dict)
+    cm_apps: dict[str, tuple[CmPlan, BulkApp | AudioApp, SimCMHost]] = field(default_factory=dict)
+    paced: dict[str, tuple[list[FlowSpec], dict[int, UdpSender], dict[int, FlowRecord]]] = field(
+        default_factory=dict
+    )
     _plan: Plan | None = None
     _algo: str = "qfcp"
     _wall0: float = 0.0
@@ -75,7 +102,9 @@ class SimEngine:
         self._plan, self._algo = plan, algo
         ports = {k: port_params(p.pps, p.bps, p.depth, p.delay_s) for k, p in plan.ports.items()}
         uplinks = {
-            h.name: PortParams(rate_Bps=LINE_RATE_BPS / 8, depth=UPLINK_DEPTH, delay_s=h.delay_s)
+            h.name: PortParams(
+                rate_Bps=(h.uplink_bps or LINE_RATE_BPS) / 8, depth=UPLINK_DEPTH, delay_s=h.delay_s
+            )
             for h in plan.hosts.values()
         }
         spec = NetSpec(plan.topology(), ports, uplinks, plan.frame)
@@ -83,6 +112,10 @@ class SimEngine:
         records = run_dir / "controller.jsonl"
         records.parent.mkdir(parents=True, exist_ok=True)
         self.ctl = SimController(self.net, control_config(plan, algo), MemoryRecorder(records))
+        v = plan.variant
+        if v is not None and v.session == "off" and v.admit_fps is not None:
+            for sw, port in plan.gated:  # a static gate: the meter as the lab writes it
+                self.net.switches[sw].set_meter(port, v.admit_fps, METER_BURST_DEFAULT)
         for f in plan.flows:
             if f.dst not in self.receivers:
                 core = ReceiverCore(round(plan.hosts[f.dst].ack_delay_s * 1e6))
@@ -105,6 +138,14 @@ class SimEngine:
             self.samples[name].append((now, n))
             if self._flow_log is not None:
                 self._flow_log.write(json.dumps({"t": now, "flow": name, "rx_pkts": n}) + "\n")
+        for a, app, host in self.cm_apps.values():
+            rx = self.receivers[a.dst]
+            for name, flow in cm_flows(a, app):
+                count = rx.packets_from(host.host.ip, flow.sport)
+                self.samples.setdefault(name, []).append((now, count))
+                if self._flow_log is not None:
+                    row = {"t": now, "flow": name, "rx_pkts": count}
+                    self._flow_log.write(json.dumps(row) + "\n")
         self.net.clock.after(self._plan.sample_s, self._sample)
 
     def start_flow(self, flow: FlowPlan) -> None:
@@ -118,6 +159,124 @@ class SimEngine:
             flow.name,
             self.net.clock.now,
         )
+
+    def start_tcp(self, gen: TcpPlan) -> None:
+        assert self.net is not None and self._plan is not None
+        if gen.paced(self._algo):
+            self._start_paced(gen)
+            return
+        if gen.dst not in self.servers:
+            self.servers[gen.dst] = TcpServer(
+                self.net.clock, self.net.hosts[gen.dst], hold_s=gen.hold_s
+            )
+        self.clients[gen.name] = TcpClient(
+            self.net.clock,
+            self.net.hosts[gen.src],
+            self.net.ip(gen.dst),
+            tcp_specs(gen, self._plan.seed),
+            TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries),
+            max_open=gen.max_open,
+        )
+
+    def start_cm(self, a: CmPlan) -> None:
+        """The hosts' CM app over the sans-IO ``CongestionManager`` on ``SimCMHost``
+        (as ``fairgate_hosts.apps.bulk`` / ``.audio`` run it on BMv2)."""
+        assert self.net is not None and self._plan is not None
+        net, plan = self.net, self._plan
+        if a.dst not in self.receivers:
+            core = ReceiverCore(round(plan.hosts[a.dst].ack_delay_s * 1e6))
+            self.receivers[a.dst] = UdpReceiver(net.clock, net.hosts[a.dst], core)
+        cfg = CMConfig(
+            mss=plan.payload,
+            initial_rate_Bps=a.initial_rate_kbps * 125.0,
+            max_rate_Bps=100_000.0 * 125.0,
+            burst_bytes=2 * plan.payload,
+        )
+        host = SimCMHost(net.clock, net.hosts[a.src], net.ip(a.dst), cfg)
+        start_us, duration = round(a.start_s * 1e6), a.stop_s - a.start_s
+        app: BulkApp | AudioApp
+        if a.app == "bulk":
+            app = BulkApp(MemoryLog(), [1.0] * a.flows, [0.0] * a.flows, 0.2, start_us=start_us)
+            host.start(app, a.start_s, duration, 0.01)
+        else:
+            log = MemoryLog()
+            audio = AudioApp(
+                log,
+                a.frame_s * 1000,
+                a.flows,
+                0.0,
+                0.2,
+                audio=LayeredAudio(a.layers_kbps, a.layers_kbps[0]),
+                start_us=start_us,
+            )
+            host.on_done = lambda now: log.write(audio.done(now))
+            host.start(audio, a.start_s, duration, min(0.005, a.frame_s / 4))
+            app = audio
+        self.cm_apps[a.name] = (a, app, host)
+
+    def _start_paced(self, gen: TcpPlan) -> None:
+        """One paced sender per flow (``flow_bytes`` of its size) at its arrival time;
+        finished senders are dropped from memory every second, their FCT kept."""
+        assert self.net is not None and self._plan is not None
+        net, plan = self.net, self._plan
+        if gen.dst not in self.receivers:
+            core = ReceiverCore(round(plan.hosts[gen.dst].ack_delay_s * 1e6))
+            self.receivers[gen.dst] = UdpReceiver(net.clock, net.hosts[gen.dst], core)
+        specs = tcp_specs(gen, plan.seed)
+        running: dict[int, UdpSender] = {}
+        done: dict[int, FlowRecord] = {}
+        self.paced[gen.name] = (specs, running, done)
+        dst = net.ip(gen.dst)
+
+        def start(i: int) -> None:
+            if i + 1 < len(specs):
+                net.clock.at(specs[i + 1].start_s, start, i + 1)
+            spec = specs[i]
+            cfg = SenderConfig(
+                mode=SENDER_MODE[self._algo],
+                packet_bytes=gen.mss,
+                flow_bytes=spec.size_bytes,
+                initial_rate_kbps=plan.initial_rate_kbps,
+                min_rate_kbps=plan.min_rate_kbps,
+                give_up_us=30_000_000,
+            )
+            name = f"{gen.name}-{spec.index}"
+            running[i] = UdpSender(net.clock, net.hosts[gen.src], dst, cfg, name, spec.start_s)
+
+        def sweep() -> None:
+            self._sweep_paced(gen.name)
+            net.clock.after(1.0, sweep)
+
+        if specs:
+            net.clock.at(specs[0].start_s, start, 0)
+        net.clock.after(1.0, sweep)
+
+    def _sweep_paced(self, name: str, final: bool = False) -> None:
+        specs, running, done = self.paced[name]
+        for i in [i for i, s in running.items() if s.finished or final]:
+            core = running.pop(i).core
+            ok = core.outcome == "completed" and core.completion_time_us is not None
+            spec = specs[i]
+            done[i] = FlowRecord(
+                spec.index,
+                spec.start_s,
+                spec.size_bytes,
+                start_s=spec.start_s,
+                outcome=core.outcome or "interrupted",
+                fct_s=core.completion_time_us / 1e6 if ok else None,  # type: ignore[operator]
+            )
+
+    def tcp_records(self) -> list[dict[str, Any]]:
+        out = []
+        for name, client in self.clients.items():
+            if not client.stopped:
+                client.finish()
+            out += [{"generator": name, **r.as_json()} for r in client.records]
+        for name in self.paced:
+            self._sweep_paced(name, final=True)
+            done = self.paced[name][2]
+            out += [{"generator": name, **done[i].as_json()} for i in sorted(done)]
+        return out
 
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
         assert self.net is not None

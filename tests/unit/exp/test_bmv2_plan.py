@@ -53,3 +53,36 @@ flows = [{ name = "f", src = "h1", dst = "r1" }]
     )
     with pytest.raises(ValueError, match="simulator"):
         lab_topology(load(path))
+
+
+def test_session_control_maps_the_gate_and_tcp_settings() -> None:
+    from fairgate_exp.engines.bmv2 import tcp_sysctls
+
+    plan = load(EXPERIMENTS_DIR / "session-control.toml")
+    topo = lab_topology(plan)
+    (link,) = topo.links
+    assert (link.a, link.b, link.rate_pps, link.admission) == ("s1", "s2", 500, True)
+    assert tcp_sysctls(plan)["net.ipv4.tcp_syn_retries"] == "3"
+    assert tcp_sysctls(load(EXPERIMENTS_DIR / "ring.toml", "lab")) == {}
+
+
+def test_refuses_bulk_tcp(tmp_path: Path) -> None:
+    path = tmp_path / "bulk.toml"
+    path.write_text(
+        """switches = ["s1", "s2"]
+hosts = [{ name = "h1", switch = "s1" }, { name = "r1", switch = "s2" }]
+links = [{ a = "s1", b = "s2", capacity = "100pkt/s" }]
+
+[[tcp]]
+name = "b"
+src = "h1"
+dst = "r1"
+"""
+    )
+    with pytest.raises(ValueError, match="Poisson arrivals only"):
+        lab_topology(load(path))
+
+
+def test_refuses_cm_apps() -> None:
+    with pytest.raises(ValueError, match="CM apps"):
+        lab_topology(load(EXPERIMENTS_DIR / "cm-sharing.toml"))

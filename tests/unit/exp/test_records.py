@@ -93,7 +93,7 @@ def test_simulator_engine_does_not_import_the_lab() -> None:
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS_DIR.glob("*.toml")), ids=lambda p: p.stem)
 def test_shipped_files_are_valid(path: Path) -> None:
     plan = load(path)
-    assert plan.flows and plan.file.expect
+    assert (plan.flows or plan.tcp) and plan.file.expect
     for scale in plan.file.scales:
         assert load(path, scale).factor == plan.file.scales[scale].factor
 
@@ -113,3 +113,22 @@ def test_exact_queue_in_the_simulator(tmp_path: Path) -> None:
         json.loads(x) for x in (run_dir / "lestas" / "controller.jsonl").read_text().splitlines()
     ]
     assert raw  # the controller's own records are kept beside
+
+
+def test_flow_count_expands_users_and_uplink(tmp_path: Path) -> None:
+    """flows[].count = N: users <name>-1..N, started stagger apart; hosts[].uplink sets
+    the host -> switch rate in the simulator."""
+    plan = load(EXPERIMENTS_DIR / "lestas-users.toml")
+    users = [f for f in plan.flows]
+    assert [f.name for f in users[:2]] == ["user-1", "user-2"] and len(users) == 50
+    assert users[1].start_s - users[0].start_s == pytest.approx(0.01)
+    assert plan.hosts["h1"].uplink_bps == pytest.approx(10e9)
+    path = tmp_path / "late.toml"
+    path.write_text(
+        SMALL.replace(
+            '{ name = "a", src = "h1", dst = "r1" }',
+            '{ name = "a", src = "h1", dst = "r1", count = 5, stagger = "2s" }',
+        )
+    )
+    with pytest.raises(Exception, match="last user starts after it stops"):
+        load(path)

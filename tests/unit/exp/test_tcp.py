@@ -1,0 +1,153 @@
+"""TCP generators and SYN-gate variants in the simulator engine: bulk flows complete at
+the bottleneck's speed, a static admit rate bounds the completions, the old lab path's
+numbers are reproduced, and bad TCP sections get one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from fairgate_exp.__main__ import main
+from fairgate_exp.driver import run
+from fairgate_exp.engines.sim import SimEngine
+from fairgate_exp.load import ExperimentError, load
+
+NET = """\
+switches = ["s1", "s2"]
+hosts = [{ name = "c", switch = "s1" }, { name = "srv", switch = "s2" }]
+links = [{ a = "s1", b = "s2", capacity = "200pkt/s", buffer = "64pkt", gate_syn = true }]
+"""
+
+
+def test_bulk_flow_completes_at_link_speed(tmp_path: Path) -> None:
+    path = tmp_path / "bulk.toml"
+    path.write_text(
+        NET
+        + """
+[[tcp]]
+name = "bulk"
+src = "c"
+dst = "srv"
+size = "300kB"
+
+[experiment]
+duration = "8s"
+warmup = "0s"
+algorithms = ["none"]
+
+[[expect]]
+metric = "fct"
+max = 4.0
+"""
+    )
+    run_dir, summary = run(load(path), SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    rows = list(csv.DictReader((run_dir / "tcp.csv").open()))
+    assert [r["outcome"] for r in rows] == ["completed"]
+    fct = float(rows[0]["fct_s"])
+    # 300 kB in 1448 B segments is 208 packets: at least 1.04 s at 200 pkt/s
+    assert 208 / 200 < fct < 4.0, fct
+    (verdict,) = summary["verdicts"]
+    assert verdict["metric"] == "fct" and verdict["passed"] is True
+
+
+def test_static_gate_bounds_completions(tmp_path: Path) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_text(
+        NET
+        + """
+variants = [{ name = "open" }, { name = "gate-10", admit_rate = 10.0 }]
+
+[[tcp]]
+name = "small"
+src = "c"
+dst = "srv"
+kind = "poisson"
+arrival_rate = 40.0
+mean_size = "2kB"
+drain = "2s"
+
+[experiment]
+duration = "12s"
+warmup = "2s"
+algorithms = ["none"]
+
+[[expect]]
+metric = "completion_rate"
+max = 11.0
+variants = ["gate-10"]
+"""
+    )
+    run_dir, summary = run(load(path), SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    res = summary["results"]
+    open_rate = res["open"]["tcp"]["small"]["completion_rate_per_s"]
+    gated = res["gate-10"]["tcp"]["small"]["completion_rate_per_s"]
+    # 40 small flows/s fit the link ungated; the meter admits 10 SYNs/s (burst 5)
+    assert open_rate > 30, open_rate
+    assert 7 < gated <= 11, gated
+    assert res["gate-10"]["variant"]["admit_fps"] == 10.0
+    (verdict,) = summary["verdicts"]
+    assert verdict["algo"] == "gate-10" and verdict["passed"] is True
+    assert {r["algo"] for r in csv.DictReader((run_dir / "tcp.csv").open())} == {"open", "gate-10"}
+    assert json.loads((run_dir / "summary.json").read_text())["algos"] == ["open", "gate-10"]
+
+
+def test_session_control_file_matches_the_old_path(tmp_path: Path) -> None:
+    """experiments/session-control.toml, no gating, at the old lab scale: the old path
+    (sim/fairgate_sim/tcp_labs.py, seed 1) completed 29.24 flows/s in [10 s, 35 s)."""
+    plan = load("session-control")
+    plan.variants = [v for v in plan.variants if v.name == "none"]
+    _, summary = run(plan, SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    got = summary["results"]["none"]["tcp"]["uploads"]["completion_rate_per_s"]
+    assert abs(got - 29.24) < 0.05 * 29.24, got
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ('\n[[expect]]\nmetric = "completion_rate"\nmin = 1.0\n', "no TCP flows"),
+        (
+            '\n[[tcp]]\nname = "t"\nsrc = "c"\ndst = "srv"\nkind = "poisson"\n',
+            "needs arrival_rate",
+        ),
+        (
+            '\n[[tcp]]\nname = "t"\nsrc = "c"\ndst = "srv"\n'
+            '\n[[expect]]\nmetric = "fct"\nmax = 1.0\nvariants = ["nope"]\n',
+            "unknown variant",
+        ),
+    ],
+)
+def test_bad_tcp_sections(
+    extra: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(NET + '\n[experiment]\nduration = "5s"\nwarmup = "1s"\n' + extra)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_variants_need_a_gated_port(tmp_path: Path) -> None:
+    path = tmp_path / "nogate.toml"
+    path.write_text(
+        NET.replace(", gate_syn = true", "")
+        + 'variants = [{ name = "a", admit_rate = 5.0 }]\n'
+        + '\n[[tcp]]\nname = "t"\nsrc = "c"\ndst = "srv"\n'
+    )
+    with pytest.raises(ExperimentError, match="no port gates SYNs"):
+        load(path)
+
+
+def test_fct_file_paced_flows_match_the_old_path(tmp_path: Path) -> None:
+    """experiments/fct.toml under qfcp: one paced sender per Pareto-sized flow. The old
+    path (tcp_labs.FctLab, lab scale, seed 1) completed all 328 flows, mean FCT 0.707 s."""
+    plan = load("fct")
+    _, summary = run(plan, SimEngine, "sim", tmp_path / "r", ["qfcp"], say=lambda _m: None)
+    every = summary["results"]["qfcp"]["tcp"]["pareto"]["every_flow"]
+    assert every["flows"] == every["completed"] == 328
+    assert abs(every["mean_fct_s"] - 0.707) < 0.05 * 0.707, every["mean_fct_s"]
+    # the shortest flows (Pareto minimum: 5 packets) finish within a few RTTs of 100 ms
+    first = next(iter(every["mean_fct_by_size_segments"]))
+    assert first == "4-7" and 0.1 < every["mean_fct_by_size_segments"][first][1] < 1.0
