@@ -44,7 +44,7 @@ help:
 	@echo "  ... DASHBOARD=1    with make sim/lab EXP=file: a live dashboard on 127.0.0.1 (URL printed;"
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
-	@echo "  make report        regenerate docs/results.md's generated section from the newest runs"
+	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [paper]"
 	@echo "  make sim EXP=name  an old scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"

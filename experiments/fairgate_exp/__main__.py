@@ -41,7 +41,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("run_dir", type=Path, help="results/<experiment>/<run-id> (or .../latest)")
     d.add_argument("--dashboard-host", default="127.0.0.1", help="another address needs a token")
     d.add_argument("--dashboard-port", type=int, default=0, help="0: a free port (printed)")
-    rep = sub.add_parser("report", help="regenerate docs/results.md's generated section")
+    rep = sub.add_parser(
+        "report", help="regenerate docs/results.md from the newest runs and the files"
+    )
     rep.add_argument("--results", type=Path, default=Path("results"))
     rep.add_argument("--doc", type=Path, default=Path("docs/results.md"))
     c = sub.add_parser("check", help="validate a file; print its resolved form")

@@ -1,0 +1,58 @@
+"""``make report`` writes docs/results.md whole from run records and the files' [paper]."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fairgate_exp.report import PENDING, update
+
+
+def _record(results: Path, run_id: str, rate: float) -> None:
+    run = results / "demo" / run_id
+    run.mkdir(parents=True)
+    summary = {
+        "experiment": "demo",
+        "run_id": run_id,
+        "engine": "sim",
+        "scale": "lab",
+        "factor": 0.5,
+        "algos": ["qfcp"],
+        "results": {"qfcp": {"flows": {"f1": {"mean_pps": rate, "maxmin_pps": 100.0}}}},
+        "verdicts": [
+            {
+                "expect": 0,
+                "metric": "maxmin",
+                "window_s": [2.0, 10.0],
+                "algo": "qfcp",
+                "expected": "within 10%",
+                "passed": rate > 90,
+                "measured": abs(rate - 100) / 100,
+            }
+        ],
+    }
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_report_renders_paper_numbers_newest_record_and_pending(tmp_path: Path) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    (exps / "demo.toml").write_text(
+        '[experiment]\ntitle = "Demo"\npaper = "Somebody Fig. 7"\n'
+        '[paper]\n"flow f1 (Mbit/s)" = 42.5\n'
+    )
+    (exps / "idle.toml").write_text('[experiment]\ntitle = "Idle"\n[sweep.grid]\n"x" = [1]\n')
+    (exps / PENDING).write_text("## Not yet from records\n\nold ficcrd table\n")
+    _record(results, "20260101T000000Z-sim-lab-aaaaaaa", 50.0)
+    _record(results, "20260102T000000Z-sim-lab-bbbbbbb", 97.0)
+
+    assert update(doc, results, exps)
+    text = doc.read_text()
+    assert "| flow f1 (Mbit/s) | 42.5 |" in text
+    assert "Source: Somebody Fig. 7." in text
+    assert "| run | f1 | 100 | 97 |" in text  # the newest record, not the older 50
+    assert "20260101T000000Z" not in text
+    assert "pass 0.03" in text
+    assert "No run record yet (sweep file): `make sim EXP=idle`" in text
+    assert text.rstrip().endswith("old ficcrd table")
+    assert not update(doc, results, exps)  # a second run changes nothing
