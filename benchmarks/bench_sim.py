@@ -34,7 +34,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from benchlib import Headline, write
 
@@ -77,8 +76,8 @@ def measure(users: int, mbps: float, seconds: float, algo: str) -> dict[str, Any
 
 
 def measure_parking_lot(seconds: float) -> dict[str, Any]:
-    """The paper-scale parking lot of ``labs_udp.parking_lot``, stopped at ``seconds``."""
-    from fairgate_sim import labs_udp
+    """The paper-scale parking lot (``fairgate_sim.parking_lot.paper``), stopped at ``seconds``."""
+    from fairgate_sim import parking_lot
     from fairgate_sim.simlab import start_flows
 
     timed: dict[str, Any] = {}
@@ -91,9 +90,7 @@ def measure_parking_lot(seconds: float) -> dict[str, Any]:
         timed.update(_speed(r.net, seconds, wall, cpu))
         return r
 
-    sim = labs_udp.parking_lot("paper", False)
-    with mock.patch.object(labs_udp, "_run", run_window):
-        result, _net = sim.run("lestas", 1, None)
+    result, _net = parking_lot.paper(False, run_window).run("lestas", 1, None)
     return {
         "case": "parking lot, paper (lestas)",
         "users": 180,

@@ -81,10 +81,9 @@ def udp_dumbbell(algo: str) -> dict[str, Any]:
 
 def parking_lot_lab() -> dict[str, Any]:
     """The lab-scale parking lot (packet-rate queues, exact-queue probe off), smoke, 3 s."""
-    from fairgate_sim.labs_udp import parking_lot
+    from fairgate_sim import parking_lot
 
-    lab = parking_lot("lab", True)
-    result, net = lab.run("lestas", 3, None)
+    result, net = parking_lot.lab(smoke=True).run("lestas", 3, None)
     return {"result": result, "net": _net_state(net)}
 
 
