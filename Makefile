@@ -45,7 +45,7 @@ help:
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [paper]"
-	@echo "  make sim EXP=name  an old scenario in the packet-level simulator [SCALE=lab|paper] [ALGO=a,b] [SMOKE=1]"
+	@echo "  make sim EXP=name  experiments/<name>.toml in the simulator (ficcrd, lestas-sweep: old code) [SCALE=] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
@@ -94,8 +94,13 @@ test-mininet: $(STAMP)
 # variant, which files do not have yet). SCALE is passed to a file only when given.
 EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
-EXP_ARGS  = $(EXP_FILE) $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json) \
+EXP_OPTS  = $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json) \
             $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED)))
+EXP_ARGS  = $(EXP_FILE) $(EXP_OPTS)
+# the simulator has no per-scenario code left for experiments that are files: it always
+# runs the file (SMOKE applies only to ficcrd and lestas-sweep, still code in sim/)
+SIM_FILE  = $(or $(filter %.toml,$(EXP)),$(wildcard experiments/$(EXP).toml))
+SIM_ARGS  = $(SIM_FILE) $(EXP_OPTS)
 # files the BMv2 engine cannot run yet (CM apps): make lab keeps their old scenario
 LAB_OLD   = cm-sharing
 LAB_FILE  = $(if $(filter $(LAB_OLD),$(EXP)),,$(EXP_FILE))
@@ -117,7 +122,7 @@ lab: $(STAMP)
 	  echo " (docs/simulator.md), not on BMv2. Install p4lang's BMv2 for the"; \
 	  echo " real lab (README: The P4 toolchain)."; \
 	  echo "=================================================================="; \
-	  $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
+	  $(if $(SIM_FILE),$(PY) -m fairgate_exp run $(SIM_ARGS) --engine sim,$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE)); \
 	fi
 
 # Interactive lab (BMv2 only): docs/labs.md "First session".
@@ -146,8 +151,8 @@ sim-ext: $(STAMP)
 sim: $(STAMP)
 	@test -n "$(EXP)" || { echo "make sim: give EXP=<file.toml or name> (docs/experiments.md)"; exit 2; }
 	$(if $(EXT),$(PY) scripts/sim_ext.py check || $(PY) scripts/sim_ext.py build)
-	@if [ -n "$(EXP_FILE)" ]; then \
-	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
+	@if [ -n "$(SIM_FILE)" ]; then \
+	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_exp run $(SIM_ARGS) --engine sim; \
 	else \
 	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
 	fi

@@ -3,8 +3,8 @@
 
 The paper's single-bottleneck network (Fig. 2): 1000 B packets, q_ref = 100 packets,
 buffer one bandwidth-delay product (at the longest RTT), base point 155 Mbit/s, 20 ms
-links, 50 users; user i's RTT is the minimum RTT + i ms (access links 0.5 ms apart, as
-``labs_udp`` builds them). Users enter one per minimum RTT, but within at most
+links, 50 users; user i's RTT is the minimum RTT + i ms (access links 0.5 ms apart).
+Users enter one per minimum RTT, but within at most
 ``enter_max_s`` (the paper's rule would take 50 s at 1 s RTT and 80 s for 1000 users).
 Each point runs ``settle_s = max(settle_min_s, settle_rtts x RTT)`` after the last user
 entered; the equilibrium is the last 40 % of that. Per point: utilisation (departures /
@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fairgate_sim.labs import PAPER_BPS_PER_MBIT
 from fairgate_sim.network import Network
 from fairgate_sim.runner import Flow
 from fairgate_sim.simlab import FlowLab, SimLab, start_flows
@@ -35,6 +34,7 @@ from fairgate_sim.topo import NetBuilder
 
 FRAME = 1000
 Q_REF = 100
+PAPER_BPS_PER_MBIT = 1e6 / 8
 BASE = {"capacity": 155.0, "delay": 80.0, "users": 50.0}  # Mbit/s, min RTT ms, users
 UNITS = {"capacity": "Mbit/s", "delay": "ms (min RTT)", "users": "users"}
 GRID = {
@@ -227,11 +227,16 @@ class LestasSweep:
         return out
 
     def plot(self, run_dir: Path, runs: dict[str, dict[str, Any]]) -> list[Path]:
-        from fairgate_topo.scenarios import plots
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
         paths = []
         for algo, run in runs.items():
-            fig, axes = plots.figure(6, f"Lestas scalability ({algo}): Figs. 3-5")
+            fig, grid = plt.subplots(6, 1, figsize=(8, 2.6 * 6), sharex=True, squeeze=False)
+            fig.suptitle(f"Lestas scalability ({algo}): Figs. 3-5")
+            axes = list(grid[:, 0])
             for row, sweep in enumerate(GRID):
                 pts = [p for p in run["points"] if p["sweep"] == sweep]
                 xs = [p["value"] for p in pts]
@@ -249,7 +254,10 @@ class LestasSweep:
                 ax_q.legend(loc="upper left", fontsize=6)
                 for ax in (ax_u, ax_q):
                     ax.set_xscale("log")
-            paths.append(plots.save(fig, run_dir / f"lestas-sweep-{algo}.png"))
+            fig.tight_layout()
+            fig.savefig(run_dir / f"lestas-sweep-{algo}.png", dpi=110)
+            plt.close(fig)
+            paths.append(run_dir / f"lestas-sweep-{algo}.png")
         return paths
 
 
