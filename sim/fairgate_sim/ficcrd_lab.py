@@ -1,7 +1,8 @@
 """The ``ficcrd`` lab scenario in the simulator: droptail vs FICCRD (FICCRD Figs. 2-6).
 
-The lab's scenario (``fairgate_topo.scenarios.ficcrd``) gives the topology, timing,
-``summarize`` and ``plot``; this module produces each run's result in the shape the
+The lab's scenario (its constants, timing, ``summarize`` and ``plot`` in
+``ficcrd_scenario.py``, its network in ``labdata/ficcrd.json``) is copied from the BMv2
+lab, not imported; this module produces each run's result in the shape the
 lab's ``run`` returns, from ten long-lived ``TcpFlow`` uploads (``tcp.py``, with a
 receive window the source edge may lower), the switch model's FICCRD rules
 (``ficcrd.py``) and the real controller agent (``--algo none [--ficcrd]``, period
@@ -31,14 +32,15 @@ from typing import Any
 
 from fairgate_controller.agent import ControlConfig
 from fairgate_controller.ficcrd import FiccrdConfig
+from fairgate_sim import ficcrd_scenario as mod
+from fairgate_sim import labdata
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.engine import Clock
 from fairgate_sim.network import Network, SimHost
 from fairgate_sim.packet import UDP, Packet
 from fairgate_sim.simlab import QueueProbe, SimLab
 from fairgate_sim.tcp import TCP_HEADER_BYTES, TcpConfig, TcpFlow, TcpServer
-from fairgate_sim.topo import NetBuilder, NetSpec, from_lab
-from fairgate_topo.scenarios import ficcrd as mod
+from fairgate_sim.topo import NetBuilder, NetSpec
 
 MBIT_BPS = 1e6 / 8
 ECHO_PORT = 7
@@ -71,8 +73,9 @@ class Params:
         return self.capacity_pps * self.mss * 8 / 1000 / mod.FLOWS
 
 
-class SimFiccrdScenario(mod.Ficcrd):  # type: ignore[misc]
-    """The lab's scenario with a scale's fair share, timing and RTT emulation."""
+class SimFiccrdScenario(mod.Ficcrd):
+    """The lab's scenario (``ficcrd_scenario``) with a scale's fair share, timing and RTT
+    emulation."""
 
     def __init__(self, params: Params) -> None:
         self.p = params
@@ -144,17 +147,11 @@ def paper_params(smoke: bool) -> Params:
 
 
 # --------------------------------------------------------------------- networks
-def lab_network(sc: mod.Ficcrd) -> tuple[NetSpec, int]:
-    """The lab's topology; each source's access delay on its link, both ways."""
-    lab = sc.topology(False)
-    spec = from_lab(lab)
-    for name, host in lab.hosts.items():
-        if host.delay_ms:
-            hs = spec.topo.hosts[name]
-            key = (hs.switch, hs.port)
-            spec.ports[key] = replace(spec.ports[key], delay_s=host.delay_ms / 1000)
-            spec.uplinks[name] = replace(spec.uplinks[name], delay_s=host.delay_ms / 1000)
-    return spec, lab.link("s1", "s2").a_port
+def lab_network() -> tuple[NetSpec, int]:
+    """The lab's topology (``labdata/ficcrd.json``); each source's access delay on its
+    link, both ways."""
+    spec, _ = labdata.load("ficcrd")
+    return spec, labdata.link_port(spec, "s1", "s2")
 
 
 def paper_network(frame: int) -> tuple[NetSpec, int]:
@@ -282,7 +279,7 @@ class FiccrdLab:
     def network(self) -> tuple[NetSpec, int]:
         if self.scale == "paper":
             return paper_network(self.params.frame)
-        return lab_network(self.sc)
+        return lab_network()
 
     def note(self) -> dict[str, Any]:
         p = self.params

@@ -10,19 +10,16 @@ long and one cross flow per link) and the paper's (8 links of 155 Mbit/s, link 4
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fairgate_controller.topology import HostSpec, PortSpec, SwitchSpec, Topology
+from fairgate_sim import labdata
 from fairgate_sim.network import Network
-from fairgate_sim.port import PortParams
 from fairgate_sim.runner import Flow
 from fairgate_sim.simlab import FlowLab, FlowRun, start_flows
-from fairgate_sim.topo import FAST_BPS, UPLINK_DEPTH, NetBuilder, NetSpec
+from fairgate_sim.topo import FAST_BPS, NetBuilder, NetSpec
 
 LAB_LINK_DELAY_S = 0.015  # each link, one way (the lab emulates it with ack delays)
 LAB_Q_REF_1500 = 10  # q_ref in 1500 B packets
@@ -38,36 +35,9 @@ Runner = Callable[[FlowLab, str, int, Path | None, list[tuple[str, int]]], FlowR
 
 def lab_spec() -> tuple[NetSpec, list[tuple[str, int]]]:
     """The lab's network (as ``topo.from_lab`` builds it) and its link ports s<i> -> s<i+1>."""
-    doc = json.loads(
-        resources.files("fairgate_sim.labdata").joinpath("parking-lot.json").read_text()
-    )
-    topo = Topology()
-    for s in doc["switches"]:
-        topo.switches[s["name"]] = SwitchSpec(**s)
-    for h in doc["hosts"]:
-        topo.hosts[h["name"]] = HostSpec(**h)
-    for p in doc["ports"]:
-        topo.ports[(p["switch"], p["port"])] = PortSpec(**p)
-    queues = {(sw, port): (rate, depth) for sw, port, rate, depth in doc["queues"]}
-    ports: dict[tuple[str, int], PortParams] = {}
-    for key in topo.ports:
-        rate, depth = queues.get(key, (None, None))
-        ports[key] = (
-            PortParams(rate_pps=rate, depth=depth or 64, delay_s=0.0)
-            if rate is not None
-            else PortParams(rate_Bps=FAST_BPS, depth=depth or 64, delay_s=0.0)
-        )
-    uplinks = {h: PortParams(rate_Bps=FAST_BPS, depth=UPLINK_DEPTH) for h in topo.hosts}
-    k = len(topo.switches) - 1
-    links = [
-        next(
-            (sw, port)
-            for (sw, port), p in topo.ports.items()
-            if sw == f"s{i}" and p.peer.startswith(f"s{i + 1}:")
-        )
-        for i in range(1, k + 1)
-    ]
-    return NetSpec(topo, ports, uplinks, doc["frame_bytes"]), links
+    spec, _ = labdata.load("parking-lot")
+    k = len(spec.topo.switches) - 1
+    return spec, [(f"s{i}", labdata.link_port(spec, f"s{i}", f"s{i + 1}")) for i in range(1, k + 1)]
 
 
 def port_drops(records: list[dict[str, Any]], switch: str, port: int, t_from: float) -> int:

@@ -125,7 +125,7 @@ class NetBuilder:
 
 
 def from_lab(lab: Any, delay_s: float = 0.0) -> NetSpec:
-    """A ``fairgate_topo.labnet.LabTopology`` as the lab builds it: the controller's
+    """A BMv2 lab's ``LabTopology`` (topologies/) as the lab builds it: the controller's
     topology file and BMv2 queue rates (packets/s) where the lab sets them."""
     addresses = {name: (f"sim:{i}", 0) for i, name in enumerate(lab.switches)}
     topo = lab.controller_topology(addresses)

@@ -6,12 +6,8 @@ FICCRD record fields fill from the switch's counters."""
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("fairgate_topo.scenarios.ficcrd", reason="lab scenarios missing")
-
+from fairgate_sim import ficcrd_scenario as mod
 from fairgate_sim.ficcrd_lab import FiccrdLab
-from fairgate_topo.scenarios import ficcrd as mod
 
 
 def test_ficcrd_fewer_drops_fair_queue_near_q0() -> None:
