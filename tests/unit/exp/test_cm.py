@@ -1,5 +1,5 @@
 """Congestion Manager apps in experiment files (simulator engine): experiments/cm-sharing.toml
-reproduces the old path (sim/fairgate_sim/labs_cm.py, lab scale, seed 1)."""
+reproduces the old path (the removed sim/fairgate_sim/labs_cm.py, lab scale, seed 1)."""
 
 from __future__ import annotations
 

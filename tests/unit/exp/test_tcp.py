@@ -96,7 +96,7 @@ variants = ["gate-10"]
 
 def test_session_control_file_matches_the_old_path(tmp_path: Path) -> None:
     """experiments/session-control.toml, no gating, at the old lab scale: the old path
-    (sim/fairgate_sim/tcp_labs.py, seed 1) completed 29.24 flows/s in [10 s, 35 s)."""
+    (the removed sim/fairgate_sim/tcp_labs.py, seed 1) completed 29.24 flows/s in [10 s, 35 s)."""
     plan = load("session-control")
     plan.variants = [v for v in plan.variants if v.name == "none"]
     _, summary = run(plan, SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
@@ -142,7 +142,8 @@ def test_variants_need_a_gated_port(tmp_path: Path) -> None:
 
 def test_fct_file_paced_flows_match_the_old_path(tmp_path: Path) -> None:
     """experiments/fct.toml under qfcp: one paced sender per Pareto-sized flow. The old
-    path (tcp_labs.FctLab, lab scale, seed 1) completed all 328 flows, mean FCT 0.707 s."""
+    path (the removed tcp_labs.FctLab, lab scale, seed 1) completed all 328 flows, mean FCT
+    0.707 s."""
     plan = load("fct")
     _, summary = run(plan, SimEngine, "sim", tmp_path / "r", ["qfcp"], say=lambda _m: None)
     every = summary["results"]["qfcp"]["tcp"]["pareto"]["every_flow"]
