@@ -57,7 +57,7 @@ def newest_runs(results: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.3g}"
+        return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
     return str(v)
 
 
@@ -141,8 +141,12 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
             w = res.get("windows", {"run": res}).get(win, {})
             span = span or "-".join(f"{t:g}" for t in w.get("window_s", []))
             f = w.get("flows", {}).get(flow, {})
-            oracle = oracle if oracle is not None else f.get("maxmin_pps")
-            cells.append(_fmt(f["mean_pps"]) if f.get("mean_pps") is not None else "-")
+            own = f.get("maxmin_pps")
+            oracle = oracle if oracle is not None else own
+            cell = _fmt(f["mean_pps"]) if f.get("mean_pps") is not None else "-"
+            if own is not None and oracle is not None and abs(own - oracle) > 1e-9:
+                cell += f" (max-min {_fmt(own)})"  # another scale: its own oracle
+            cells.append(cell)
         shown = _fmt(oracle) if oracle is not None else "-"
         label = f"{win} {span} s" if span else win
         lines.append(f"| {label} | {flow} | {shown} | " + " | ".join(cells) + " |")
