@@ -47,18 +47,19 @@ for seq, (kind, rate) in enumerate({packets}):
 def test_receiver_gets_the_minimum_rate(tmp_path: Path) -> None:
     from mininet.net import Mininet
 
-    from fairgate_topo.bmv2 import Bmv2Switch, free_tcp_port
+    from fairgate_topo.bmv2 import Bmv2Switch, free_tcp_ports
 
     net = Mininet(controller=None, build=False, autoSetMacs=False)
     sessions: list[SyncSwitch] = []
+    ports = iter(free_tcp_ports(6))
     try:
         switches = [
             net.addSwitch(
                 f"s{i}",
                 cls=Bmv2Switch,
                 device_id=0,
-                grpc_port=free_tcp_port(),
-                thrift_port=free_tcp_port(),
+                grpc_port=next(ports),
+                thrift_port=next(ports),
                 log_dir=tmp_path,
             )
             for i in (1, 2, 3)

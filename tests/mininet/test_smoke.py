@@ -28,17 +28,18 @@ def received(ping_output: str) -> int:
 def test_ping_through_one_bmv2_switch(program: str, tmp_path: Path) -> None:
     from mininet.net import Mininet
 
-    from fairgate_topo.bmv2 import Bmv2Switch, free_tcp_port
+    from fairgate_topo.bmv2 import Bmv2Switch, free_tcp_ports
 
     net = Mininet(controller=None, build=False, autoSetMacs=False)
     session = None
+    grpc_port, thrift_port = free_tcp_ports(2)
     try:
         s1 = net.addSwitch(
             "s1",
             cls=Bmv2Switch,
             device_id=0,
-            grpc_port=free_tcp_port(),
-            thrift_port=free_tcp_port(),
+            grpc_port=grpc_port,
+            thrift_port=thrift_port,
             log_dir=tmp_path,
         )
         for name, (ip, mac, port, _gw) in HOSTS.items():

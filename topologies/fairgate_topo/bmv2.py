@@ -23,11 +23,21 @@ from mininet.node import Switch
 OFFLOADS = ("tx", "rx", "tso", "gso", "gro")
 
 
-def free_tcp_port() -> int:
-    """A TCP port free on loopback right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_tcp_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports free on loopback right now.
+
+    All ``n`` sockets stay bound until every port is known: the kernel can hand the
+    port of a socket just closed to the next bind to port 0, so picking ports one
+    at a time once gave a switch the same port for gRPC and Thrift (its Thrift
+    server then failed to bind and the switch never came up)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def wait_for_port(port: int, pid: int, timeout_s: float, host: str = "127.0.0.1") -> None:

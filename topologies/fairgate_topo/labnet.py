@@ -242,20 +242,21 @@ class LabNet:
     def _build(self) -> None:
         from mininet.net import Mininet
 
-        from fairgate_topo.bmv2 import Bmv2Switch, free_tcp_port
+        from fairgate_topo.bmv2 import Bmv2Switch, free_tcp_ports
         from fairgate_topo.switch_cli import set_queue
 
         self.run_dir.mkdir(parents=True, exist_ok=True)
         topo = self.topology
         self.net = Mininet(controller=None, build=False, autoSetMacs=False)
         addresses: dict[str, tuple[str, int]] = {}
+        ports = iter(free_tcp_ports(2 * len(topo.switches)))  # all distinct
         for name in topo.switches:
             sw = self.net.addSwitch(
                 name,
                 cls=self.switch_cls or Bmv2Switch,
                 device_id=0,
-                grpc_port=free_tcp_port(),
-                thrift_port=free_tcp_port(),
+                grpc_port=next(ports),
+                thrift_port=next(ports),
                 log_dir=self.run_dir / "switches",
                 sw_path=self.switch_bin,
             )

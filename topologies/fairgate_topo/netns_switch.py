@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from fairgate_topo.bmv2 import OFFLOADS, free_tcp_port, isolation_sysctls, wait_for_port
+from fairgate_topo.bmv2 import OFFLOADS, free_tcp_ports, isolation_sysctls, wait_for_port
 from fairgate_topo.switch_cli import run_switch_cli
 
 
@@ -34,12 +34,19 @@ class NetnsSwitch:
     switch_bin: str = field(default_factory=lambda: os.environ.get("SWITCH", "simple_switch_grpc"))
     device_id: int = 0
     tag: str = field(default_factory=lambda: f"fg{os.getpid() % 100000}")
-    grpc_port: int = field(default_factory=free_tcp_port)
-    thrift_port: int = field(default_factory=free_tcp_port)
+    grpc_port: int = 0  # 0: two distinct free ports are picked together
+    thrift_port: int = 0
     start_timeout_s: float = 15.0
     cpus: str | None = None  # e.g. "1": pin the switch with taskset (benchmarks)
     proc: subprocess.Popen[bytes] | None = None
     _created: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.grpc_port or not self.thrift_port:
+            taken = {self.grpc_port, self.thrift_port}
+            free = [p for p in free_tcp_ports(3) if p not in taken]
+            self.grpc_port = self.grpc_port or free.pop(0)
+            self.thrift_port = self.thrift_port or free.pop(0)
 
     @property
     def namespace(self) -> str:

@@ -45,8 +45,10 @@ def test_qfcp_one_step_closed_form():
 
 def test_rcp_one_step_closed_form():
     c = RcpController(C, initial_rate_Bps=100_000.0)
-    d = c.update(_m(arrival_bytes=0.05 * C, queue_mean_bytes=1000.0, rtt_mean_s=0.2))
-    # T = 0.1, d = 0.2, y = 0.5 C
+    d = c.update(
+        _m(arrival_bytes=0.05 * C, queue_mean_bytes=9000.0, queue_min_bytes=1000.0, rtt_mean_s=0.2)
+    )
+    # T = 0.1, d = 0.2, y = 0.5 C, q = the standing (minimum) queue, not the mean
     factor = 1 + (0.1 / 0.2) * (0.1 * (C - 0.5 * C) - 1.0 * 1000.0 / 0.2) / C
     assert d.rate_Bps == pytest.approx(100_000.0 * factor)
     assert not d.congested

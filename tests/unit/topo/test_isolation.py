@@ -22,3 +22,11 @@ def test_sysctls_turn_off_ipv6_arp_answers_and_loose_reverse_paths() -> None:
         "net.ipv4.conf.s1-eth1.accept_local=0",
         "net.ipv4.conf.s1-eth1.route_localnet=0",
     ]
+
+
+def test_free_ports_are_distinct_even_when_asked_for_many() -> None:
+    from fairgate_topo.bmv2 import free_tcp_ports
+
+    for _ in range(50):  # one at a time, the kernel once handed out the same port twice
+        ports = free_tcp_ports(16)
+        assert len(set(ports)) == 16 and all(1024 <= p <= 65535 for p in ports)
