@@ -81,7 +81,9 @@ def test_droptail_loses_and_shares_unevenly_ficcrd_evenly(
     assert spread(fic) < spread(drop), (fic["normalised_goodput"], drop["normalised_goodput"])
 
 
-def test_ficcrd_rewrites_windows_and_queues_less_than_droptail(lab_run: tuple[Path, dict[str, Any]]) -> None:
+def test_ficcrd_rewrites_windows_and_queues_less_than_droptail(
+    lab_run: tuple[Path, dict[str, Any]],
+) -> None:
     drop, fic = lab_run[1]["droptail"], lab_run[1]["ficcrd"]
     rewritten = sum(c.get("windows_rewritten", 0) for c in fic["ficcrd_counters"].values())
     assert rewritten > 1000, fic["ficcrd_counters"]
