@@ -13,6 +13,8 @@ EXT      ?=
 ALGO     ?= all
 SMOKE    ?=
 SCALE    ?= lab
+# where run records go and where make report reads them (results/<experiment>/<run-id>/)
+RESULTS  ?= results
 STRICT   ?=
 STAMP    := $(VENV)/.fairgate-deps
 
@@ -44,7 +46,7 @@ help:
 	@echo "  ... DASHBOARD=1    with make sim/lab EXP=file: a live dashboard on 127.0.0.1 (URL printed;"
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
-	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [paper]"
+	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [RESULTS=dir, default results]"
 	@echo "  make sim EXP=name  experiments/<name>.toml in the simulator (ficcrd, lestas-sweep: old code) [SCALE=] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
@@ -95,7 +97,7 @@ test-mininet: $(STAMP)
 EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
 EXP_OPTS  = $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json) \
-            $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED)))
+            $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED))) --results $(RESULTS)
 EXP_ARGS  = $(EXP_FILE) $(EXP_OPTS)
 # the simulator has no per-scenario code left for experiments that are files: it always
 # runs the file (SMOKE applies only to ficcrd and lestas-sweep, still code in sim/)
@@ -162,7 +164,7 @@ dashboard: $(STAMP)
 	$(PY) -m fairgate_exp dashboard $(RUN)
 
 report: $(STAMP)
-	$(PY) -m fairgate_exp report --results results --doc docs/results.md
+	$(PY) -m fairgate_exp report --results $(RESULTS) --doc docs/results.md
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache
