@@ -45,3 +45,14 @@ def switch_feedback(lg_pos: int, lg_neg: int, lg_xi_p: int, lg_xi_n: int) -> int
 def stamp(feedback_in: int, fb: int) -> int:
     """H_feedback = min(H_feedback, fb)."""
     return min(feedback_in, fb)
+
+
+# ---- the XCP header after the rate header (contract with the data plane) -------------------
+import struct  # noqa: E402
+
+from fairgate_p4 import generated as _g  # noqa: E402
+
+KIND_XCP_DATA: int = getattr(_g, "FG_KIND_XCP_DATA", 7)
+KIND_XCP_ACK: int = getattr(_g, "FG_KIND_XCP_ACK", 8)
+XCP_HEADER = struct.Struct("!Iihh")  # cwnd_bytes, feedback, lg_pos, lg_neg (fg_xcp_t)
+XCP_HEADER_BYTES: int = getattr(_g, "FG_XCP_HEADER_BYTES", XCP_HEADER.size)
