@@ -68,7 +68,7 @@ PeriodStr = Annotated[str, BeforeValidator(_period)]
 Fraction = Annotated[str | float, BeforeValidator(_fraction)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
 
-Algorithm = Literal["qfcp", "rcp", "lestas", "none"]
+Algorithm = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
 
 
 class Strict(BaseModel):

@@ -9,6 +9,12 @@ entry (from ``agent.feedback``) and the SYN meters it returned. Only the I/O is
 replaced; P4Runtime latency is taken as zero. With ``ControlConfig.ficcrd`` the
 switches get the controller's FICCRD table entries and clone sessions
 (``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
+
+With ``algo = "xcp"`` every switch port also gets its own XCP timer (``_xcp_period``):
+at each expiry the port's XCP sums since the last one and its arrivals make an
+``XcpSample``, ``XcpController`` computes xi_p and xi_n, their Q8.8 encoding
+(``encode_factor``) goes into the switch's ``xcp_factors``, and the next expiry is one
+average RTT d later (d from the sample, as the paper's control interval).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from typing import Any
 
 from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
+from fairgate_controller.algorithms import XcpController, XcpSample
 from fairgate_controller.records import Recorder
 from fairgate_controller.telemetry import Snapshot, counter_deltas
+from fairgate_p4.xcp_standin import encode_factor
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
@@ -46,6 +54,9 @@ class SimController:
     start_s: float = 0.0
     agents: dict[str, SwitchAgent] = field(default_factory=dict)
     _prev: dict[str, tuple[Snapshot, float]] = field(default_factory=dict)
+    xcp: dict[tuple[str, int], XcpController] = field(default_factory=dict)
+    xcp_records: list[dict[str, Any]] = field(default_factory=list)
+    _xcp_prev: dict[tuple[str, int], tuple[float, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clock = self.net.clock
@@ -79,6 +90,44 @@ class SimController:
                 sw.enable_ficcrd(ficcrd)
             self.agents[name] = agent
             clock.at(self.start_s, self._period, name)
+            if self.config.algo == "xcp":
+                for port in agent.ports:
+                    self.xcp[(name, port.port)] = XcpController(port.capacity_Bps)
+                    clock.at(self.start_s, self._xcp_period, name, port.port)
+
+    def _xcp_period(self, name: str, port: int) -> None:
+        """One XCP control interval of one port; the next one is d later."""
+        clock, sw = self.net.clock, self.net.switches[name]
+        ctl = self.xcp[(name, port)]
+        acc = sw.take_xcp(port)
+        arrived = sw.arrivals[port][1]
+        now = clock.now
+        prev = self._xcp_prev.get((name, port))
+        self._xcp_prev[(name, port)] = (now, arrived)
+        if prev is not None and now > prev[0]:
+            sample = XcpSample(
+                y_bytes=float(arrived - prev[1]),
+                sum_s_bytes=float(acc.sum_s_bytes),
+                sum_rtt_s_over_cwnd=acc.sum_rtt_s_over_cwnd,
+                avg_rtt_s=acc.rtt_sum_s / acc.rtt_n if acc.rtt_n else None,
+                queue_bytes_or_pkts=0.0 if acc.packets == 0 else acc.queue_min_bytes,
+                interval_s=now - prev[0],
+            )
+            d = ctl.update(sample)
+            lg_p, lg_n = encode_factor(d.xi_p), encode_factor(d.xi_n)
+            sw.set_xcp_factors(port, lg_p, lg_n)
+            self.xcp_records.append(
+                {
+                    "t": round(now, 4),
+                    "switch": name,
+                    "port": port,
+                    "lg_xi_p": lg_p,
+                    "lg_xi_n": lg_n,
+                    "interval_s": sample.interval_s,
+                    **d.diagnostics,
+                }
+            )
+        clock.after(ctl.interval_s, self._xcp_period, name, port)
 
     def _period(self, name: str) -> None:
         clock = self.net.clock

@@ -11,6 +11,10 @@ congestion flag. Counters are monotonic and read as a ``telemetry.Snapshot``.
 With ``ficcrd`` (``ficcrd.SimFiccrd``, what the controller's FICCRD entries install)
 the switch also runs FiccrdIngress after routing and FiccrdEgress after the departure
 telemetry, in the P4's order; its ports then run egress eagerly, at each ``e_i``.
+XCP (``xcp_factors``, per port): on XCP data leaving a port with factors installed, the
+per-packet feedback of the XCP model (``switch_feedback``, bit-exact with the P4) is
+min-stamped into H_feedback; a port without factors stamps nothing. The port's XCP sums
+(``XcpPortAcc``: sum s, sum rtt*s/cwnd, carried RTTs, minimum queue) are kept exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +25,13 @@ from dataclasses import dataclass, field
 from fairgate_controller.telemetry import Buckets, Snapshot
 from fairgate_p4 import generated as g
 from fairgate_p4.header import _PACKER, FIELDS, HEADER_BYTES, RateHeader
+from fairgate_p4.xcp_standin import (
+    KIND_XCP_DATA,
+    XCP_HEADER,
+    XCP_HEADER_BYTES,
+    stamp,
+    switch_feedback,
+)
 from fairgate_sim.engine import Clock
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.meter import PacketMeter
@@ -45,6 +56,21 @@ def bucket_of(bounds: tuple[int, ...], value: int) -> int:
     return b if 0 <= b < LAST else LAST
 
 
+_XCP_MIN_BYTES = HEADER_BYTES + XCP_HEADER_BYTES
+
+
+@dataclass(slots=True)
+class XcpPortAcc:
+    """One port's XCP measurements since the controller last took them."""
+
+    packets: int = 0
+    sum_s_bytes: int = 0
+    sum_rtt_s_over_cwnd: float = 0.0
+    rtt_sum_s: float = 0.0
+    rtt_n: int = 0
+    queue_min_bytes: float = float("inf")
+
+
 @dataclass
 class SwitchStats:
     no_route: int = 0
@@ -53,6 +79,7 @@ class SwitchStats:
     stamped: int = 0
     flagged: int = 0
     queue_drops: int = 0
+    xcp_stamped: int = 0
 
 
 @dataclass
@@ -68,6 +95,8 @@ class SimSwitch:
     meters: dict[int, PacketMeter] = field(default_factory=dict)
     stats: SwitchStats = field(default_factory=SwitchStats)
     ficcrd: SimFiccrd | None = None
+    xcp_factors: dict[int, tuple[int, int]] = field(default_factory=dict)
+    xcp_acc: dict[int, XcpPortAcc] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = g.FG_MAX_PORTS
@@ -100,6 +129,17 @@ class SimSwitch:
         """MODIFY of a port_feedback entry (packets already past egress keep the old one)."""
         self._drain_all()
         self.feedback[port] = (rate_kbps, congested)
+
+    def set_xcp_factors(self, port: int, lg_xi_p: int, lg_xi_n: int) -> None:
+        """MODIFY of an ``xcp_factors`` entry (Q8.8 log2 of xi_p and xi_n)."""
+        self._drain_all()
+        self.xcp_factors[port] = (lg_xi_p, lg_xi_n)
+
+    def take_xcp(self, port: int) -> XcpPortAcc:
+        """The port's XCP sums since the last call (and a fresh accumulator)."""
+        self._drain_all()
+        acc = self.xcp_acc.pop(port, None)
+        return acc if acc is not None else XcpPortAcc()
 
     def set_meter(self, port: int, pir: float | None, pburst: int = 0) -> None:
         """syn_meter[port]: None = unconfigured (green); else cir = pir (the controller's)."""
@@ -199,7 +239,13 @@ class SimSwitch:
             or len(data) < HEADER_BYTES
         ):
             return
-        if data[0] != _VERSION or data[1] != _KIND_DATA:
+        if data[0] != _VERSION:
+            return
+        if data[1] == KIND_XCP_DATA:
+            if counted and len(data) >= _XCP_MIN_BYTES:
+                self._xcp_egress(port, pkt, data, enq_depth)
+            return
+        if data[1] != _KIND_DATA:
             return  # only stampable data packets are counted and stamped
         fields = _HEADER.unpack_from(data, 0)
         rate_kbps = fields[_RATE]
@@ -227,3 +273,31 @@ class SimSwitch:
         buf = bytearray(data)
         hdr.pack_into(buf, 0)
         pkt.data = buf
+
+    def _xcp_egress(self, port: int, pkt: Packet, data: bytes | bytearray, depth: int) -> None:
+        """XCP data leaving ``port``: count it into the port's sums, min-stamp H_feedback."""
+        cwnd, feedback, lg_pos, lg_neg = XCP_HEADER.unpack_from(data, HEADER_BYTES)
+        rtt_us = _HEADER.unpack_from(data, 0)[_RTT]
+        acc = self.xcp_acc.get(port)
+        if acc is None:
+            acc = self.xcp_acc[port] = XcpPortAcc()
+        s = pkt.size
+        acc.packets += 1
+        acc.sum_s_bytes += s
+        q = depth * s
+        if q < acc.queue_min_bytes:
+            acc.queue_min_bytes = q
+        if rtt_us != 0 and cwnd != 0:
+            rtt = rtt_us * 1e-6
+            acc.sum_rtt_s_over_cwnd += rtt * s / cwnd
+            acc.rtt_sum_s += rtt
+            acc.rtt_n += 1
+        factors = self.xcp_factors.get(port)
+        if factors is None:
+            return
+        new = stamp(feedback, switch_feedback(lg_pos, lg_neg, factors[0], factors[1]))
+        if new != feedback:
+            buf = bytearray(data)
+            XCP_HEADER.pack_into(buf, HEADER_BYTES, cwnd, new, lg_pos, lg_neg)
+            pkt.data = buf
+            self.stats.xcp_stamped += 1
