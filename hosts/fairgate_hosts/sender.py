@@ -86,7 +86,7 @@ class SenderConfig:
     lestas_gain_congested: float = 0.1
     cm_window_factor: float = 2.0
     pacer_max_lag_us: float = 20_000.0
-    xcp_pace_factor: float = 1.25
+    xcp_pace_factor: float = 1.0
 
     def __post_init__(self) -> None:
         if self.packet_bytes < self.header_bytes or self.packet_bytes > 65507:
@@ -420,10 +420,14 @@ class SenderCore:
         XCP_HEADER.pack_into(buf, HEADER_BYTES, min(cwnd, 0xFFFFFFFF), demand, lg_pos, lg_neg)
 
     def _on_xcp_ack(self, feedback: int, now_us: int, lost: int) -> None:
-        """cwnd = max(cwnd + H_feedback, s) per acked packet; loss halves it once per sRTT."""
+        """cwnd = max(cwnd + H_feedback, s) per acked packet; loss halves it once per sRTT.
+        An unstamped H_feedback (the "no limit" demand came back: no XCP switch on the
+        path, or none configured yet) grows the window by one packet, as slow start."""
         cfg = self.cfg
         frame = cfg.frame_bytes
         srtt = self.rtt.srtt_us or float(cfg.init_rtt_us)
+        if feedback == FEEDBACK_MAX:  # no XCP switch stamped it: grow as slow start would
+            feedback = frame
         w = max(self.cwnd_bytes + feedback, float(frame))
         if lost and (self._xcp_cut_us is None or now_us - self._xcp_cut_us >= srtt):
             self._xcp_cut_us = now_us

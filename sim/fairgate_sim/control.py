@@ -92,7 +92,12 @@ class SimController:
             clock.at(self.start_s, self._period, name)
             if self.config.algo == "xcp":
                 for port in agent.ports:
-                    self.xcp[(name, port.port)] = XcpController(port.capacity_Bps)
+                    ctl = self.xcp[(name, port.port)] = XcpController(port.capacity_Bps)
+                    # an idle port's factors until the first interval ends
+                    idle = ctl.update(XcpSample(0.0, 0.0, 0.0, None, 0.0, ctl.interval_s))
+                    sw.set_xcp_factors(
+                        port.port, encode_factor(idle.xi_p), encode_factor(idle.xi_n)
+                    )
                     clock.at(self.start_s, self._xcp_period, name, port.port)
 
     def _xcp_period(self, name: str, port: int) -> None:
