@@ -163,10 +163,13 @@ class RatioBuckets:
         return (2.0**hi - 2.0**lo) / ((hi - lo) * math.log(2.0))
 
     def relative_error_bound(self) -> float:
-        """Largest |rep/value - 1| for a value inside buckets 0..n-1's own octaves."""
+        """Largest |rep - v| / v for a value v = rtt/cwnd whose key fell in a bucket
+        (buckets 1 .. n-2, or any bucket when v lies inside its octaves): the bucket's
+        width, widened by the key's rounding (lg_pos, lg_neg each within 1/512 octave)."""
         w = self.width / LG_ONE
-        mean = (2.0**w - 1.0) / (w * math.log(2.0))
-        return max(2.0**w / mean - 1.0, 1.0 - 1.0 / mean)
+        slack = 1.0 / LG_ONE
+        mean = (2.0**w - 1.0) / (w * math.log(2.0))  # rep relative to the bucket's low edge
+        return max(mean * 2.0**slack - 1.0, 1.0 - mean / 2.0 ** (w + slack))
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,9 @@
 control XcpFeedback(inout headers_t hdr,
                     inout metadata_t meta,
                     in standard_metadata_t standard_metadata) {
-    bit<16> lg_xi_p = FG_XCP_LG_NONE;
-    bit<16> lg_xi_n = FG_XCP_LG_NONE;
+    /* the port's factors (set_xcp_factors) */
+    bit<16> port_lg_xi_p = FG_XCP_LG_NONE;
+    bit<16> port_lg_xi_n = FG_XCP_LG_NONE;
     bit<32> ratio_key;
     bit<8>  pos_frac;
     bit<8>  neg_frac;
@@ -47,9 +48,9 @@ control XcpFeedback(inout headers_t hdr,
     counter(FG_XCP_HIST_ENTRIES, CounterType.packets_and_bytes) xcp_ratio_hist;
 
     @name(".set_xcp_factors")
-    action set_xcp_factors(bit<16> lg_xi_p_q88, bit<16> lg_xi_n_q88) {
-        lg_xi_p = lg_xi_p_q88;
-        lg_xi_n = lg_xi_n_q88;
+    action set_xcp_factors(bit<16> lg_xi_p, bit<16> lg_xi_n) {
+        port_lg_xi_p = lg_xi_p;
+        port_lg_xi_n = lg_xi_n;
     }
 
     @name(".xcp_factors")
@@ -138,8 +139,8 @@ control XcpFeedback(inout headers_t hdr,
             if (xcp_factors.apply().hit) {
                 /* pos = 2^((lg_pos + lg_xi_p) / 256) bytes (0 when either is NONE) */
                 bit<32> pos = 0;
-                if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && lg_xi_p != FG_XCP_LG_NONE) {
-                    int<32> e = lg_pos + (int<32>)(int<16>)lg_xi_p;
+                if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && port_lg_xi_p != FG_XCP_LG_NONE) {
+                    int<32> e = lg_pos + (int<32>)(int<16>)port_lg_xi_p;
                     int<32> whole = e >> FG_XCP_LG_FRAC_BITS;
                     pos_frac = (bit<8>)((bit<32>)e);
                     xcp_pos_mantissas.apply();
@@ -154,8 +155,8 @@ control XcpFeedback(inout headers_t hdr,
                 }
                 /* neg = 2^((lg_neg + lg_xi_n) / 256) bytes, the same way */
                 bit<32> neg = 0;
-                if (hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE && lg_xi_n != FG_XCP_LG_NONE) {
-                    int<32> e = lg_neg + (int<32>)(int<16>)lg_xi_n;
+                if (hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE && port_lg_xi_n != FG_XCP_LG_NONE) {
+                    int<32> e = lg_neg + (int<32>)(int<16>)port_lg_xi_n;
                     int<32> whole = e >> FG_XCP_LG_FRAC_BITS;
                     neg_frac = (bit<8>)((bit<32>)e);
                     xcp_neg_mantissas.apply();
