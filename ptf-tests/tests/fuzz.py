@@ -130,7 +130,7 @@ def model(f: bytes) -> Verdict:
     frag_offset = u16(f, 20) & 0x1FFF
     fragment = frag_offset != 0 or f[20] & 0x20 != 0
     proto, at, l4 = f[23], 14 + hlen, total - hlen
-    tcp_ok = udp_ok = fg_ok = rd_ok = bad_offset = bad_udp_len = False
+    tcp_ok = udp_ok = fg_ok = rd_ok = xcp_ok = bad_offset = bad_udp_len = False
     ulen = 0
     if frag_offset == 0 and proto == g.IP_PROTO_TCP and l4 >= 20:
         tcp_ok = True
@@ -144,6 +144,7 @@ def model(f: bytes) -> Verdict:
     if fg_port and not bad_udp_len and ulen >= 8 + g.FG_HEADER_BYTES:
         fg_ok = True
         rd_ok = ulen >= 8 + g.FG_HEADER_BYTES + g.FG_RD_HEADER_BYTES
+        xcp_ok = ulen >= 8 + g.FG_HEADER_BYTES + g.FG_XCP_HEADER_BYTES
 
     # L4Classify
     trailing = n != total + 14
@@ -177,6 +178,8 @@ def model(f: bytes) -> Verdict:
             reason = g.FG_ANOMALY_FG_RATE_ZERO
         elif kind in (g.FG_KIND_RD_FORWARD, g.FG_KIND_RD_BACKWARD) and not rd_ok:
             reason = g.FG_ANOMALY_FG_RD_TRUNCATED
+        elif kind in (g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK) and not xcp_ok:
+            reason = g.FG_ANOMALY_FG_XCP_TRUNCATED
         elif trailing:
             reason = g.FG_ANOMALY_TRAILING_BYTES
         elif kind == g.FG_KIND_DATA:
