@@ -28,8 +28,7 @@ from typing import Any
 
 from fairgate_hosts.wire import u32, unwrap
 from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
-from fairgate_p4.xcp_standin import KIND_XCP_ACK, KIND_XCP_DATA, XCP_HEADER_BYTES
+from fairgate_p4.header import HEADER_BYTES, XCP_HEADER_BYTES, HeaderError, RateHeader
 
 PROBE_COUNT = struct.Struct("!Q")
 PROBE_ACK_BYTES = HEADER_BYTES + PROBE_COUNT.size
@@ -136,14 +135,11 @@ class ReceiverCore:
         self, buf: bytes | bytearray | memoryview, now_us: int, peer: Hashable
     ) -> list[SendAt]:
         try:
-            hdr = RateHeader.unpack(buf, strict=False)  # the XCP kinds; version checked here
+            hdr = RateHeader.unpack(buf)
         except HeaderError:
             self.stats.malformed += 1
             return []
-        if hdr.version != g.FG_VERSION:
-            self.stats.malformed += 1
-            return []
-        xcp = hdr.kind == KIND_XCP_DATA
+        xcp = hdr.kind == g.FG_KIND_XCP_DATA
         if xcp and len(buf) < HEADER_BYTES + XCP_HEADER_BYTES:
             self.stats.malformed += 1
             return []
@@ -209,7 +205,7 @@ class ReceiverCore:
             rate = min(rate, self.stamp_kbps)
         flags = hdr.flags | (g.FG_FLAG_CONGESTED if self.stamp_congested else 0)
         ack = RateHeader(
-            kind=KIND_XCP_ACK if xcp else g.FG_KIND_ACK,
+            kind=g.FG_KIND_XCP_ACK if xcp else g.FG_KIND_ACK,
             flags=flags,
             seq=hdr.seq,
             ack=u32(flow.next_expected),

@@ -39,15 +39,17 @@ from fairgate_hosts.pacer import Pacer
 from fairgate_hosts.rtt import RttEstimator
 from fairgate_hosts.wire import FRAME_OVERHEAD, RATE_UNLIMITED, u32, unwrap
 from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
-from fairgate_p4.xcp_standin import (
-    FEEDBACK_MAX,
-    KIND_XCP_ACK,
-    KIND_XCP_DATA,
-    XCP_HEADER,
+from fairgate_p4.header import (
+    _XCP_PACKER,
+    HEADER_BYTES,
     XCP_HEADER_BYTES,
-    sender_terms,
+    HeaderError,
+    RateHeader,
 )
+from fairgate_p4.xcp_math import LG_NONE, sender_terms
+
+FEEDBACK_MAX = g.FG_XCP_FEEDBACK_UNLIMITED
+KIND_XCP_DATA, KIND_XCP_ACK = g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK
 
 
 class Mode(enum.StrEnum):
@@ -305,12 +307,8 @@ class SenderCore:
     def on_datagram(self, buf: bytes | bytearray | memoryview, now_us: int) -> None:
         """Process one received datagram (an ack, normally)."""
         try:
-            # strict=False: the XCP kinds; the version is checked here, the kind below
-            hdr = RateHeader.unpack(buf, strict=False)
+            hdr = RateHeader.unpack(buf)
         except HeaderError:
-            self.stats.malformed_acks += 1
-            return
-        if hdr.version != g.FG_VERSION:
             self.stats.malformed_acks += 1
             return
         xcp = self.cfg.mode is Mode.XCP
@@ -322,7 +320,7 @@ class SenderCore:
             if len(buf) < HEADER_BYTES + XCP_HEADER_BYTES:
                 self.stats.malformed_acks += 1
                 return
-            feedback = XCP_HEADER.unpack_from(buf, HEADER_BYTES)[1]
+            feedback = _XCP_PACKER.unpack_from(buf, HEADER_BYTES)[1]
         if self.start_us is None or self.outcome is not None:
             self.stats.ignored_packets += 1
             return
@@ -414,10 +412,10 @@ class SenderCore:
             want = kbps_to_Bps(cfg.desired_rate_kbps) * srtt_us / 1e6 - self.cwnd_bytes
             demand = max(-FEEDBACK_MAX, min(FEEDBACK_MAX, int(want)))
         if srtt_us is None:  # H_rtt = 0: no RTT yet, the switches give no feedback
-            lg_pos = lg_neg = -(1 << 15)
+            lg_pos = lg_neg = LG_NONE
         else:
             lg_pos, lg_neg = sender_terms(srtt_us / 1e6, frame, cwnd)
-        XCP_HEADER.pack_into(buf, HEADER_BYTES, min(cwnd, 0xFFFFFFFF), demand, lg_pos, lg_neg)
+        _XCP_PACKER.pack_into(buf, HEADER_BYTES, min(cwnd, 0xFFFFFFFF), demand, lg_pos, lg_neg)
 
     def _on_xcp_ack(self, feedback: int, now_us: int, lost: int) -> None:
         """cwnd = max(cwnd + H_feedback, s) per acked packet; loss halves it once per sRTT.

@@ -11,10 +11,12 @@ switches get the controller's FICCRD table entries and clone sessions
 (``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
 
 With ``algo = "xcp"`` every switch port also gets its own XCP timer (``_xcp_period``):
-at each expiry the port's XCP sums since the last one and its arrivals make an
-``XcpSample``, ``XcpController`` computes xi_p and xi_n, their Q8.8 encoding
-(``encode_factor``) goes into the switch's ``xcp_factors``, and the next expiry is one
-average RTT d later (d from the sample, as the paper's control interval).
+at each expiry the deltas of the port's counters since the last one (arrivals,
+departures, queue-depth, RTT and xcp_ratio histograms, what BMv2 gives) make an
+``XcpSample`` through ``telemetry.xcp_sample``, ``XcpController`` computes xi_p and
+xi_n, their Q8.8 encoding (``xcp_math.encode_factor``) goes into the switch's
+``xcp_factors``, and the next expiry is one average RTT d later (d from the sample, as
+the paper's control interval). Before the first expiry a port holds an idle port's factors.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.algorithms import XcpController, XcpSample
 from fairgate_controller.records import Recorder
-from fairgate_controller.telemetry import Snapshot, counter_deltas
-from fairgate_p4.xcp_standin import encode_factor
+from fairgate_controller.telemetry import Snapshot, counter_deltas, xcp_sample
+from fairgate_p4.xcp_math import encode_factor
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
@@ -56,7 +58,7 @@ class SimController:
     _prev: dict[str, tuple[Snapshot, float]] = field(default_factory=dict)
     xcp: dict[tuple[str, int], XcpController] = field(default_factory=dict)
     xcp_records: list[dict[str, Any]] = field(default_factory=list)
-    _xcp_prev: dict[tuple[str, int], tuple[float, int]] = field(default_factory=dict)
+    _xcp_prev: dict[tuple[str, int], tuple[float, Snapshot]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clock = self.net.clock
@@ -103,20 +105,14 @@ class SimController:
     def _xcp_period(self, name: str, port: int) -> None:
         """One XCP control interval of one port; the next one is d later."""
         clock, sw = self.net.clock, self.net.switches[name]
-        ctl = self.xcp[(name, port)]
-        acc = sw.take_xcp(port)
-        arrived = sw.arrivals[port][1]
-        now = clock.now
+        agent, ctl = self.agents[name], self.xcp[(name, port)]
+        snap, now = sw.port_snapshot(port), clock.now
         prev = self._xcp_prev.get((name, port))
-        self._xcp_prev[(name, port)] = (now, arrived)
+        self._xcp_prev[(name, port)] = (now, snap)
         if prev is not None and now > prev[0]:
-            sample = XcpSample(
-                y_bytes=float(arrived - prev[1]),
-                sum_s_bytes=float(acc.sum_s_bytes),
-                sum_rtt_s_over_cwnd=acc.sum_rtt_s_over_cwnd,
-                avg_rtt_s=acc.rtt_sum_s / acc.rtt_n if acc.rtt_n else None,
-                queue_bytes_or_pkts=0.0 if acc.packets == 0 else acc.queue_min_bytes,
-                interval_s=now - prev[0],
+            delta, _reset = counter_deltas(prev[1], snap)
+            sample = xcp_sample(
+                delta, port, now - prev[0], agent.qbuckets, agent.rbuckets, sw.xbuckets
             )
             d = ctl.update(sample)
             lg_p, lg_n = encode_factor(d.xi_p), encode_factor(d.xi_n)

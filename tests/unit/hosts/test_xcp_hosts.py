@@ -8,15 +8,11 @@ from hosts_sim import Link
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import Mode, SenderConfig, SenderCore, Transmit
 from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, RateHeader
-from fairgate_p4.xcp_standin import (
-    FEEDBACK_MAX,
-    KIND_XCP_ACK,
-    KIND_XCP_DATA,
-    XCP_HEADER,
-    XCP_HEADER_BYTES,
-    sender_terms,
-)
+from fairgate_p4.header import HEADER_BYTES, XCP_HEADER_BYTES, RateHeader, XcpHeader
+from fairgate_p4.xcp_math import sender_terms
+
+FEEDBACK_MAX = g.FG_XCP_FEEDBACK_UNLIMITED
+KIND_XCP_DATA, KIND_XCP_ACK = g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK
 
 FRAME = 1200 + 42
 
@@ -28,7 +24,8 @@ def xcp_cfg(**kw: int) -> SenderConfig:
 
 
 def xcp_fields(data: bytes) -> tuple[int, int, int, int]:
-    return XCP_HEADER.unpack_from(data, HEADER_BYTES)
+    h = XcpHeader.unpack(data, HEADER_BYTES)
+    return h.cwnd_bytes, h.feedback, h.lg_pos, h.lg_neg
 
 
 def feedback_switch(fb: int):
@@ -37,7 +34,7 @@ def feedback_switch(fb: int):
     def fwd(data: bytes, now: int) -> bytes:
         cwnd, feedback, lg_pos, lg_neg = xcp_fields(data)
         buf = bytearray(data)
-        XCP_HEADER.pack_into(buf, HEADER_BYTES, cwnd, min(feedback, fb), lg_pos, lg_neg)
+        XcpHeader(cwnd, min(feedback, fb), lg_pos, lg_neg).pack_into(buf, HEADER_BYTES)
         return bytes(buf)
 
     return fwd
@@ -47,7 +44,7 @@ def test_data_carries_the_xcp_header_and_the_receiver_echoes_it() -> None:
     s = SenderCore(xcp_cfg())
     act = s.poll(1_000_000)
     assert isinstance(act, Transmit)
-    hdr = RateHeader.unpack(act.data, strict=False)
+    hdr = RateHeader.unpack(act.data)
     assert hdr.kind == KIND_XCP_DATA and len(act.data) == 1200
     cwnd, feedback, _lp, _ln = xcp_fields(act.data)
     assert cwnd == 4 * FRAME  # init_cwnd packets of frame bytes
@@ -55,7 +52,7 @@ def test_data_carries_the_xcp_header_and_the_receiver_echoes_it() -> None:
     stamped = feedback_switch(-300)(act.data, 0)
     r = ReceiverCore()
     (out,) = r.on_datagram(stamped, 1_010_000, ("h", 1))
-    ack = RateHeader.unpack(out.data, strict=False)
+    ack = RateHeader.unpack(out.data)
     assert ack.kind == KIND_XCP_ACK and (ack.seq, ack.ack) == (0, 1)
     assert len(out.data) == HEADER_BYTES + XCP_HEADER_BYTES
     assert xcp_fields(out.data) == xcp_fields(stamped)
@@ -74,7 +71,7 @@ def test_after_an_rtt_the_sender_fills_the_log2_terms() -> None:
     s.on_datagram(ack.data, 1_020_000)
     nxt = s.poll(1_020_000)
     assert isinstance(nxt, Transmit)
-    hdr = RateHeader.unpack(nxt.data, strict=False)
+    hdr = RateHeader.unpack(nxt.data)
     cwnd, _fb, lg_pos, lg_neg = xcp_fields(nxt.data)
     assert hdr.rtt_us == 20_000
     assert (lg_pos, lg_neg) == sender_terms(0.02, FRAME, cwnd)
@@ -126,7 +123,7 @@ def test_short_or_wrong_acks_are_counted_not_applied(cut: bytes) -> None:
     (ack,) = ReceiverCore().on_datagram(first.data, 1_010_000, ("h", 1))
     s.on_datagram(ack.data[:HEADER_BYTES] + cut, 1_020_000)  # XCP header missing or short
     assert s.stats.malformed_acks == 1 and s.snd_una == 0
-    plain = RateHeader.unpack(ack.data, strict=False)
+    plain = RateHeader.unpack(ack.data)
     plain.kind = g.FG_KIND_ACK
     s.on_datagram(plain.pack() + ack.data[HEADER_BYTES:], 1_020_000)  # not an XCP ack
     assert s.stats.ignored_packets == 1 and s.snd_una == 0
