@@ -417,15 +417,17 @@ class SenderCore:
             lg_pos, lg_neg = sender_terms(srtt_us / 1e6, frame, cwnd)
         _XCP_PACKER.pack_into(buf, HEADER_BYTES, min(cwnd, 0xFFFFFFFF), demand, lg_pos, lg_neg)
 
-    def _on_xcp_ack(self, feedback: int, now_us: int, lost: int) -> None:
+    def _on_xcp_ack(self, feedback: int, had_rtt: bool, now_us: int, lost: int) -> None:
         """cwnd = max(cwnd + H_feedback, s) per acked packet; loss halves it once per sRTT.
-        An unstamped H_feedback (the "no limit" demand came back: no XCP switch on the
-        path, or none configured yet) grows the window by one packet, as slow start."""
+        An unstamped H_feedback (the "no limit" demand came back) changes nothing when the
+        packet carried no RTT (switches leave those alone: a new flow waits for its first
+        feedback, as in XCP), and grows the window by one packet, as slow start, when it
+        did (no XCP switch on the path, or none configured yet)."""
         cfg = self.cfg
         frame = cfg.frame_bytes
         srtt = self.rtt.srtt_us or float(cfg.init_rtt_us)
-        if feedback == FEEDBACK_MAX:  # no XCP switch stamped it: grow as slow start would
-            feedback = frame
+        if feedback == FEEDBACK_MAX:
+            feedback = frame if had_rtt else 0
         w = max(self.cwnd_bytes + feedback, float(frame))
         if lost and (self._xcp_cut_us is None or now_us - self._xcp_cut_us >= srtt):
             self._xcp_cut_us = now_us
@@ -479,7 +481,7 @@ class SenderCore:
         lost = self._detect_gap_losses()
         if feedback is not None:
             if seq in newly:  # this packet's own feedback, once
-                self._on_xcp_ack(feedback, now_us, lost)
+                self._on_xcp_ack(feedback, hdr.rtt_us != 0, now_us, lost)
             self._last_fb_sent_us = sent_us
             return
         fresh = rtt_sample is not None and (

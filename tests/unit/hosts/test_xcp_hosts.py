@@ -136,3 +136,27 @@ def test_receiver_refuses_truncated_xcp_data() -> None:
     r = ReceiverCore()
     assert r.on_datagram(first.data[: HEADER_BYTES + 4], 1_010_000, ("h", 1)) == []
     assert r.stats.malformed == 1
+
+
+def test_unstamped_feedback_waits_without_rtt_and_grows_one_packet_with_it() -> None:
+    s = SenderCore(xcp_cfg())
+    r = ReceiverCore()
+    first: list[Transmit] = []
+    now = 1_000_000
+    while len(first) < 4:  # the initial window, paced; no RTT known yet
+        act = s.poll(now)
+        if isinstance(act, Transmit):
+            first.append(act)
+        else:
+            now += 1000
+    assert all(RateHeader.unpack(a.data).rtt_us == 0 for a in first)
+    for a in first:  # no switch on the path: H_feedback comes back unstamped
+        (ack,) = r.on_datagram(a.data, now + 10_000, ("h", 1))
+        assert xcp_fields(ack.data)[1] == FEEDBACK_MAX
+        s.on_datagram(ack.data, now + 20_000)
+    assert s.cwnd_bytes == 4 * FRAME  # packets without an RTT: no change
+    nxt = s.poll(now + 20_000)
+    assert isinstance(nxt, Transmit) and RateHeader.unpack(nxt.data).rtt_us > 0
+    (ack,) = r.on_datagram(nxt.data, now + 30_000, ("h", 1))
+    s.on_datagram(ack.data, now + 40_000)
+    assert s.cwnd_bytes == 5 * FRAME  # with an RTT and nobody stamping: one packet more
