@@ -1,6 +1,6 @@
 """Seeded random topologies (trees and graphs with cycles, uneven capacities both ways,
 2-12 flows with staggered starts) in the simulator: every flow within 10 % of max-min,
-for qfcp, lestas and rcp (RCP was 21-55 % off before its bounded step, issue 14)."""
+for qfcp, lestas, rcp and xcp (RCP was 21-55 % off before its bounded step, issue 14)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_generator_shapes() -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("algo", ["qfcp", "lestas", "rcp"])
+@pytest.mark.parametrize("algo", ["qfcp", "lestas", "rcp", "xcp"])
 def test_random_topology_maxmin(seed: int, algo: str, tmp_path: Path) -> None:
     worst, detail = run_seed(seed, algo, tmp_path)
     assert worst <= TOLERANCE, detail
