@@ -58,7 +58,7 @@ from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
 
 LOG = logging.getLogger("fairgate.controller")
 
-Algo = Literal["qfcp", "rcp", "lestas", "none"]
+Algo = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
 OWNED_TABLES = (
     g.TABLE_IPV4_ROUTES,
     g.TABLE_PORT_FEEDBACK,

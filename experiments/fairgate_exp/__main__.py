@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = load(args.exp, args.scale)
         algos = plan.algorithms if getattr(args, "algo", "all") == "all" else args.algo.split(",")
-        bad = [a for a in algos if a not in ("qfcp", "rcp", "lestas", "none")]
+        bad = [a for a in algos if a not in ("qfcp", "rcp", "lestas", "xcp", "none")]
         if bad:
             raise ExperimentError(f"--algo: unknown algorithm(s) {', '.join(bad)}")
         if getattr(args, "engine", None) == "bmv2":

@@ -68,7 +68,7 @@ PeriodStr = Annotated[str, BeforeValidator(_period)]
 Fraction = Annotated[str | float, BeforeValidator(_fraction)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
 
-Algorithm = Literal["qfcp", "rcp", "lestas", "none"]
+Algorithm = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
 
 
 class Strict(BaseModel):
@@ -215,7 +215,15 @@ class Measure(Strict):
 
 
 Metric = Literal[
-    "maxmin", "utilisation", "drops", "queue", "jain", "flow_rate", "completion_rate", "fct"
+    "maxmin",
+    "utilisation",
+    "drops",
+    "queue",
+    "jain",
+    "flow_rate",
+    "completion_rate",
+    "fct",
+    "convergence",
 ]
 
 

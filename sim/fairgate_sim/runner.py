@@ -18,7 +18,13 @@ from fairgate_sim.topo import NetSpec
 from fairgate_sim.udp import UdpReceiver, UdpSender
 
 #: The sender mode each algorithm's hosts use (as the labs: RCP hosts are QFCP hosts).
-SENDER_MODE = {"qfcp": Mode.QFCP, "rcp": Mode.QFCP, "lestas": Mode.LESTAS, "none": Mode.QFCP}
+SENDER_MODE = {
+    "qfcp": Mode.QFCP,
+    "rcp": Mode.QFCP,
+    "lestas": Mode.LESTAS,
+    "xcp": Mode.XCP,
+    "none": Mode.QFCP,
+}
 
 
 @dataclass(frozen=True)

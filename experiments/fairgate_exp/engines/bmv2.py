@@ -28,7 +28,7 @@ from fairgate_topo.scenarios.session_control import SYSCTLS, write_meter
 from fairgate_topo.switch_cli import set_queue
 
 PY = sys.executable
-SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "none": "qfcp"}
+SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "xcp": "xcp", "none": "qfcp"}
 SPORT_BASE = 41000
 
 
