@@ -138,7 +138,7 @@ class RatioBuckets:
     as range entries on the biased key (``entries``).
     """
 
-    low: int = -36 * LG_ONE
+    low: int = -34 * LG_ONE
     width: int = 96
     count: int = g.FG_XCP_HIST_BUCKETS
 

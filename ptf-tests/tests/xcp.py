@@ -286,7 +286,7 @@ class RatioHistogram(XcpTest):
     def runTest(self) -> None:
         buckets = xm.RatioBuckets()
         self.insert(*ent.xcp_bucket_entries(buckets))
-        flows = [(0.05, 1000, 15_000), (0.01, 600, 90_000), (0.2, 1400, 3_000), (0.03, 200, 1e9)]
+        flows = [(0.05, 1000, 15_000), (0.01, 600, 90_000), (0.2, 1400, 3_000), (0.03, 200, 1e8)]
         before = self.read_counters(g.COUNTER_XCP_RATIO_HIST)
         rtt_before = self.read_counters(g.COUNTER_RTT_HIST)
         sent: dict[int, tuple[int, int]] = {}
