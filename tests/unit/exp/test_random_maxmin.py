@@ -6,8 +6,8 @@ XCP is held to 20 %: on graphs with several bottlenecks it leaves spare capacity
 whose flows are partly limited elsewhere (those flows cannot take their share of the link's
 positive feedback, so its efficiency controller settles at phi ~ h > 0, i.e. S > 0: the
 equilibrium Low, Andrew and Wydrowski describe for XCP, INFOCOM 2005). Measured: seed 1
-10.8 %, seed 2 17.5 % (s4's port 7 with 14.5 % of C unused, phi 996 B ~ h 956 B); the
-trees (5, 6) are within 10 %."""
+10.8 %, seed 2 17.5 % (seed 1: s4's port 7 with 15 % of C unused, phi 1028 B ~ h 905 B);
+the trees (5, 6) are within 10 %."""
 
 from __future__ import annotations
 
