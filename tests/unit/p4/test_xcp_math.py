@@ -18,6 +18,11 @@ TERM_REL = 2.0 ** (1 / 256) * (1 + 2.0**-16) - 1
 TERM_ABS = 0.5
 
 
+def test_documented_bound_constants() -> None:
+    assert xm.TERM_REL == pytest.approx(TERM_REL)
+    assert xm.TERM_ABS == TERM_ABS
+
+
 def term_bound(exact: float) -> float:
     return exact * TERM_REL + TERM_ABS
 
