@@ -214,7 +214,8 @@ class SenderCore:
     _iv_sent_bytes: int = 0
     _records: list[dict[str, Any]] = field(default_factory=list)
     _zero: bytes = b""
-    cwnd_bytes: float = 0.0  # mode xcp: the window in bytes (cwnd = cwnd_bytes / frame)
+    # mode xcp: the window in bytes (cwnd = cwnd_bytes / frame); None in the other modes
+    cwnd_bytes: float | None = None
     _xcp_cut_us: int | None = None
 
     def __post_init__(self) -> None:
@@ -406,10 +407,11 @@ class SenderCore:
     def _pack_xcp(self, buf: bytearray, frame: int, srtt_us: float | None) -> None:
         """The XCP header: H_cwnd, H_feedback = the demand, the log2 terms of this packet."""
         cfg = self.cfg
-        cwnd = max(1, int(self.cwnd_bytes))
+        held = self.cwnd_bytes or 0.0
+        cwnd = max(1, int(held))
         demand = FEEDBACK_MAX
         if cfg.desired_rate_kbps != RATE_UNLIMITED and srtt_us is not None:
-            want = kbps_to_Bps(cfg.desired_rate_kbps) * srtt_us / 1e6 - self.cwnd_bytes
+            want = kbps_to_Bps(cfg.desired_rate_kbps) * srtt_us / 1e6 - held
             demand = max(-FEEDBACK_MAX, min(FEEDBACK_MAX, int(want)))
         if srtt_us is None:  # H_rtt = 0: no RTT yet, the switches give no feedback
             lg_pos = lg_neg = LG_NONE
@@ -428,7 +430,7 @@ class SenderCore:
         srtt = self.rtt.srtt_us or float(cfg.init_rtt_us)
         if feedback == FEEDBACK_MAX:
             feedback = frame if had_rtt else 0
-        w = max(self.cwnd_bytes + feedback, float(frame))
+        w = max((self.cwnd_bytes or 0.0) + feedback, float(frame))
         if lost and (self._xcp_cut_us is None or now_us - self._xcp_cut_us >= srtt):
             self._xcp_cut_us = now_us
             w = max(float(frame), w / 2)
@@ -437,9 +439,10 @@ class SenderCore:
     def _set_xcp_window(self, w: float, srtt_us: float) -> None:
         cfg = self.cfg
         frame = cfg.frame_bytes
-        self.cwnd_bytes = min(cfg.max_cwnd * frame, max(float(frame), w))
-        self.cwnd = self.cwnd_bytes / frame
-        self._apply_rate(cfg.xcp_pace_factor * self.cwnd_bytes * 1e6 / srtt_us)
+        cwnd_bytes = min(cfg.max_cwnd * frame, max(float(frame), w))
+        self.cwnd_bytes = cwnd_bytes
+        self.cwnd = cwnd_bytes / frame
+        self._apply_rate(cfg.xcp_pace_factor * cwnd_bytes * 1e6 / srtt_us)
 
     def _on_ack(self, hdr: RateHeader, now_us: int, feedback: int | None = None) -> None:
         self.stats.acks += 1

@@ -71,7 +71,6 @@ class SwitchStats:
     stamped: int = 0
     flagged: int = 0
     queue_drops: int = 0
-    xcp_stamped: int = 0
 
 
 @dataclass
@@ -89,6 +88,7 @@ class SimSwitch:
     ficcrd: SimFiccrd | None = None
     xcp_factors: dict[int, tuple[int, int]] = field(default_factory=dict)
     xbuckets: RatioBuckets = field(default_factory=RatioBuckets)
+    xcp_stamped: int = 0  # XCP data whose H_feedback this switch lowered
 
     def __post_init__(self) -> None:
         n = g.FG_MAX_PORTS
@@ -162,8 +162,9 @@ class SimSwitch:
             g.COUNTER_QUEUE_DEPTH_HIST: {i: (n, 0) for i, n in enumerate(self.qhist)},
             g.COUNTER_RTT_HIST: {i: (n, 0) for i, n in enumerate(self.rhist)},
             g.COUNTER_SESSION_EVENTS: {i: (n, 0) for i, n in enumerate(self.events)},
-            g.COUNTER_XCP_RATIO_HIST: {i: (p, b) for i, (p, b) in enumerate(self.xhist)},
         }
+        if self.xcp_factors:  # the agent reads xcp_ratio_hist only when it runs XCP
+            snap[g.COUNTER_XCP_RATIO_HIST] = {i: (p, b) for i, (p, b) in enumerate(self.xhist)}
         if self.ficcrd is not None:
             snap.update(self.ficcrd.counters())
         return snap
@@ -301,4 +302,4 @@ class SimSwitch:
             buf = bytearray(data)
             _XCP_PACKER.pack_into(buf, HEADER_BYTES, cwnd, new, lg_pos, lg_neg)
             pkt.data = buf
-            self.stats.xcp_stamped += 1
+            self.xcp_stamped += 1

@@ -160,3 +160,20 @@ def test_unstamped_feedback_waits_without_rtt_and_grows_one_packet_with_it() -> 
     (ack,) = r.on_datagram(nxt.data, now + 30_000, ("h", 1))
     s.on_datagram(ack.data, now + 40_000)
     assert s.cwnd_bytes == 5 * FRAME  # with an RTT and nobody stamping: one packet more
+
+
+def test_a_loss_halves_the_window_once_per_rtt() -> None:
+    s = SenderCore(xcp_cfg(init_cwnd=16, flow_bytes=40 * 1158))
+    dropped: set[int] = set()
+
+    def lossy(data: bytes, now: int) -> bytes | None:
+        seq = RateHeader.unpack(data).seq
+        if seq in (6, 7) and seq not in dropped:  # two losses in the same window
+            dropped.add(seq)
+            return None
+        return feedback_switch(0)(data, now)  # no feedback: only the loss moves the window
+
+    link = Link(s, ReceiverCore(), one_way_us=5000, forward=lossy)
+    link.run(until_us=5_000_000)
+    assert s.outcome == "completed" and s.stats.losses == 2
+    assert s.cwnd_bytes == 8 * FRAME  # halved once, not twice
