@@ -38,7 +38,7 @@ from fairgate_p4 import generated as g
 
 PROG = "fg-send"
 # The lab's sender mode per controller algorithm (as fairgate_topo's scenarios use).
-MODE_OF_ALGO = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "none": "qfcp"}
+MODE_OF_ALGO = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "xcp": "xcp", "none": "qfcp"}
 
 
 def build_parser() -> OneLineParser:
@@ -61,7 +61,7 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument(
         "--mode",
-        choices=["auto", "qfcp", "lestas", "fixed"],
+        choices=["auto", "qfcp", "lestas", "xcp", "fixed"],
         default="auto",
         help="rate control; auto follows the lab's algorithm (default: auto)",
     )
