@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import tcp_specs
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
@@ -30,6 +31,9 @@ from fairgate_topo.switch_cli import set_queue
 PY = sys.executable
 SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "none": "qfcp"}
 SPORT_BASE = 41000
+UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain kernel TCP
+LONG_LIVED_BYTES = 100_000_000  # bulk flows on BMv2 send until their stop (tcp_cm)
+MAX_FRAME = 1518
 
 
 def check_environment() -> str | None:
@@ -58,11 +62,21 @@ def lab_topology(plan: Plan) -> LabTopology:
             "bmv2 engine: CM apps ([[cm]]) run in the simulator only so far; "
             "make lab EXP=cm-sharing runs the old scenario on BMv2"
         )
+    if plan.frame > MAX_FRAME:
+        raise ValueError(
+            f"bmv2 engine: experiment.payload makes {plan.frame} B frames; Ethernet frames "
+            f"above {MAX_FRAME} B do not fit"
+        )
     for g in plan.tcp:
-        if g.kind == "bulk" and g.transport != "paced":
+        if g.bulk and g.size < LONG_LIVED_BYTES:
             raise ValueError(
-                f"bmv2 engine: tcp {g.name}: the hosts' traffic client offers Poisson "
-                'arrivals only (kind = "poisson"); bulk TCP runs in the simulator'
+                f"bmv2 engine: tcp {g.name}: bulk flows on BMv2 are long-lived (the hosts' "
+                f"tcp_cm sends until the flow's stop): size must be at least 100MB; "
+                "bulk flows of a given size run in the simulator"
+            )
+        if g.rwnd is not None and not g.paced("none"):
+            raise ValueError(
+                f"bmv2 engine: tcp {g.name}: rwnd is the simulator's; kernel TCP keeps its own"
             )
     for p in plan.ports.values():
         if p.peer not in plan.switches:
@@ -110,7 +124,10 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     tcp = [g for g in plan.tcp if g.transport != "paced"]
     if not tcp:
         return {}
-    return SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
+    out = SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
+    if any(g.congestion_control == "reno" for g in tcp):
+        out["net.ipv4.tcp_congestion_control"] = "reno"
+    return out
 
 
 def _pps(plan: Plan, p: Any) -> int | None:
@@ -138,6 +155,7 @@ class Bmv2Engine:
     paced: dict[str, list[tuple[int, float, int, str]]] = field(default_factory=dict)
     servers: set[str] = field(default_factory=set)
     clients: dict[str, float] = field(default_factory=dict)  # generator -> its start (s)
+    bulk: dict[str, TcpPlan] = field(default_factory=dict)  # bulk flow name -> generator
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -165,7 +183,10 @@ class Bmv2Engine:
         v = plan.variant
         if v is not None and v.session != "off":
             extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
-        ctl = self.ctx.start_controller(algo, extra)
+        if algo == "ficcrd":
+            fic = plan.file.ficcrd
+            extra += ["--ficcrd", "--ficcrd-k", str(fic.rd_interval), "--ficcrd-core", fic.core]
+        ctl = self.ctx.start_controller(controller_algo(algo), extra)
         if v is not None and v.session == "off" and v.admit_fps is not None:
             # as the lab: the switch keeps routes and gates; we own the meters
             self.procs.stop(ctl)
@@ -180,6 +201,9 @@ class Bmv2Engine:
             self.procs.start(f"rx-{dst}", cmd, self.net.host(dst))
         for i, f in enumerate(plan.flows):
             self.sports[f.name] = SPORT_BASE + i
+        for g in plan.tcp:  # the TCP servers, before time 0
+            if not g.paced(algo) and g.dst not in self.servers:
+                self._start_server(g)
         time.sleep(0.5)  # receivers bound
         self.t0 = time.time()
         # controller.jsonl carries wall time: its time 0, for the dashboard's replay
@@ -189,7 +213,8 @@ class Bmv2Engine:
         assert self.ctx is not None and self.procs is not None and self._plan is not None
         plan = self._plan
         cmd = [PY, "-m", "fairgate_hosts.sender", "--dst", plan.hosts[flow.dst].ip]
-        cmd += ["--mode", SENDER_MODE[self._algo], "--sport", str(self.sports[flow.name])]
+        mode = SENDER_MODE[controller_algo(self._algo)]
+        cmd += ["--mode", mode, "--sport", str(self.sports[flow.name])]
         cmd += ["--duration", f"{flow.stop_s - max(flow.start_s, self.now()):.3f}"]
         cmd += ["--flow-id", flow.name, "--packet-bytes", str(plan.payload)]
         cmd += ["--log", str(self.ctx.log_path(f"tx-{flow.name}")), "--log-interval", "0.2"]
@@ -210,7 +235,8 @@ class Bmv2Engine:
             for spec in tcp_specs(gen, plan.seed):
                 name = f"tx-{gen.name}-{spec.index}"
                 cmd = [PY, "-m", "fairgate_hosts.sender", "--dst", plan.hosts[gen.dst].ip]
-                cmd += ["--mode", SENDER_MODE[self._algo], "--size", str(spec.size_bytes)]
+                mode = SENDER_MODE[controller_algo(self._algo)]
+                cmd += ["--mode", mode, "--size", str(spec.size_bytes)]
                 cmd += ["--flow-id", f"{gen.name}-{spec.index}"]
                 cmd += ["--packet-bytes", str(gen.mss)]
                 cmd += ["--initial-rate", str(plan.initial_rate_kbps)]
@@ -222,13 +248,12 @@ class Bmv2Engine:
                 )
             self.pending.sort(key=lambda j: j[0])
             return
-        if gen.dst not in self.servers:
-            server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
-            server += ["--max-open", str(gen.max_open or 16000)]
-            server += ["--records", str(ctx.log_path(f"server-{gen.dst}"))]
-            self.procs.start(f"server-{gen.dst}", server, self.net.host(gen.dst))
-            self.servers.add(gen.dst)
+        if gen.dst not in self.servers:  # started in build(); a late one here
+            self._start_server(gen)
             time.sleep(0.5)
+        if gen.bulk:
+            self._start_bulk(gen)
+            return
         assert gen.arrival_rate is not None
         start = self.now()
         client = [PY, "-m", "fairgate_hosts.traffic.client", "--dst", plan.hosts[gen.dst].ip]
@@ -245,6 +270,48 @@ class Bmv2Engine:
         client += ["--summary", str(ctx.run_dir / "hosts" / f"client-{gen.name}-summary.json")]
         self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
         self.clients[gen.name] = start
+
+    def _start_server(self, gen: TcpPlan) -> None:
+        assert self.ctx is not None and self.procs is not None and self.net is not None
+        server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
+        server += ["--max-open", str(gen.max_open or 16000)]
+        server += ["--records", str(self.ctx.log_path(f"server-{gen.dst}"))]
+        self.procs.start(f"server-{gen.dst}", server, self.net.host(gen.dst))
+        self.servers.add(gen.dst)
+
+    def _start_bulk(self, gen: TcpPlan) -> None:
+        """One ``tcp_cm`` upload per flow, paced far above any link (plain kernel TCP),
+        sampling its acknowledged bytes and retransmissions every sample period."""
+        assert self.ctx is not None and self.procs is not None and self.net is not None
+        plan = self._plan
+        assert plan is not None
+        for name in gen.flow_names():
+            cmd = [PY, "-m", "fairgate_hosts.apps.tcp_cm", "--dst", plan.hosts[gen.dst].ip]
+            cmd += ["--rate", str(UNPACED_KBPS), "--duration", f"{gen.stop_s - self.now():.3f}"]
+            cmd += ["--skip", "0", "--interval", f"{plan.sample_s:g}", "--feedback-ms", "50"]
+            cmd += ["--log", str(self.ctx.log_path(f"tcp-{name}"))]
+            self.procs.start(f"tcp-{name}", cmd, self.net.host(gen.src))
+            self.bulk[name] = gen
+
+    def _bulk_series(self, name: str) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+        """(t, acknowledged segments) and (t, retransmissions) from a flow's tcp_cm log."""
+        assert self.ctx is not None
+        recs = read_jsonl(self.ctx.log_path(f"tcp-{name}"))
+        agent = next((r for r in recs if r.get("type") == "agent"), None)
+        if agent is None:
+            return [], []
+        base = agent["wall_time"] - self.t0
+        mss = self.bulk[name].mss
+        acked, retrans = [], []
+        for r in recs:
+            if r.get("type") == "sample" and r.get("flows"):
+                f, t = r["flows"][0], round(base + r["t_s"], 4)
+                acked.append((t, int(f.get("acked_bytes", 0)) // mss))
+                retrans.append((t, int(f["retrans"])))
+        return acked, retrans
+
+    def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
+        return {name: self._bulk_series(name)[1] for name in self.bulk}
 
     def start_cm(self, app: CmPlan) -> None:
         """Not yet: ``lab_topology`` refuses files with CM apps."""
@@ -332,6 +399,8 @@ class Bmv2Engine:
                 name = by_peer.get(str(r.get("peer")))
                 if r.get("type") == "rx" and name is not None:
                     out[name].append((round(base + r["t_us"] / 1e6, 4), int(r["packets"])))
+        for name in self.bulk:
+            out[name] = self._bulk_series(name)[0]
         return out
 
     def close(self) -> dict[str, Any]:
