@@ -47,7 +47,7 @@ help:
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [RESULTS=dir, default results]"
-	@echo "  make sim EXP=name  experiments/<name>.toml in the simulator (ficcrd, lestas-sweep: old code) [SCALE=] [ALGO=a,b] [SMOKE=1]"
+	@echo "  make sim EXP=name  experiments/<name>.toml in the simulator (lestas-sweep: old code) [SCALE=] [ALGO=a,b] [SMOKE=1]"
 	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
 	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
@@ -100,7 +100,8 @@ EXP_OPTS  = $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(
             $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED))) --results $(RESULTS)
 EXP_ARGS  = $(EXP_FILE) $(EXP_OPTS)
 # the simulator has no per-scenario code left for experiments that are files: it always
-# runs the file (SMOKE applies only to ficcrd and lestas-sweep, still code in sim/)
+# runs the file (SMOKE applies only to lestas-sweep, still code in sim/; a file says
+# short runs as a scale, e.g. SCALE=smoke)
 SIM_FILE  = $(or $(filter %.toml,$(EXP)),$(wildcard experiments/$(EXP).toml))
 SIM_ARGS  = $(SIM_FILE) $(EXP_OPTS)
 # files the BMv2 engine cannot run yet (CM apps): make lab keeps their old scenario

@@ -372,7 +372,7 @@ def _assign_ports(exp: ExperimentFile) -> tuple[dict[str, int], list[tuple[int, 
     ]
 
 
-def _rate(text: str | None, factor: float) -> tuple[float | None, float | None]:
+def _scaled_rate(text: str | None, factor: float) -> tuple[float | None, float | None]:
     if text is None or text == "line":
         return None, None
     r = units.parse_rate(text).scaled(factor)
@@ -385,6 +385,16 @@ def scale_factor(exp: ExperimentFile, scale: str) -> float:
     while here.factor is None and here.extends is not None:
         here = exp.scales[here.extends]
     return here.factor or 1.0
+
+
+def packet_queues(exp: ExperimentFile, scale: str) -> bool:
+    """Whether a scale serves bit/s capacities as packets/s (its own, else inherited)."""
+    here = exp.scales.get(scale)
+    while here is not None:
+        if here.packet_queues is not None:
+            return here.packet_queues
+        here = exp.scales.get(here.extends) if here.extends is not None else None
+    return False
 
 
 def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
@@ -400,6 +410,15 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         raise _err(f"no scale {scale!r} (the file has {', '.join(exp.scales)})")
     hports, lports = _assign_ports(exp)
     payload = units.parse_bytes(info.payload)
+    frame = payload + FRAME_OVERHEAD
+    in_packets = packet_queues(exp, scale)
+
+    def _rate(text: str | None, factor: float) -> tuple[float | None, float | None]:
+        bps, pps = _scaled_rate(text, factor)
+        if in_packets and bps is not None:
+            return None, float(max(1, round(bps / (8 * frame))))
+        return bps, pps
+
     hosts: dict[str, HostPlan] = {}
     ports: dict[tuple[str, int], PortPlan] = {}
     for i, h in enumerate(exp.hosts, start=1):

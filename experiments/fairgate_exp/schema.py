@@ -117,6 +117,10 @@ class Scale(Strict):
     note: str = ""
     extends: Name | None = None
     set: dict[str, Any] = Field(default_factory=dict)
+    # true: every bit/s capacity is served as packets/s of the data frame, as BMv2's
+    # queues do (an ack or a FICCRD RD costs a whole packet); default: the extended
+    # scale's, else false
+    packet_queues: bool | None = None
 
 
 class Host(Strict):

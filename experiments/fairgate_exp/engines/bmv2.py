@@ -408,15 +408,36 @@ class Bmv2Engine:
             return {}
         self._closed = True
         wall = time.time() - self.t0 if self.t0 else 0.0
+        lines: dict[str, dict[str, Any]] = {}
         try:
             if self.procs is not None:
                 self.procs.stop_all()
+            if self.net is not None:
+                lines = self.net.stop_delay_lines()
         finally:
             if self.net is not None:
                 self.net.stop()
         facts: dict[str, Any] = {"wall_s": round(wall, 1), "rtt_emulation": "ack-delay"}
+        if lines:
+            facts["rtt_emulation"] = "ack-delay and delay lines (hosts' access delays)"
+            facts["delay_lines"] = {h: delay_line_summary(c) for h, c in lines.items()}
         if self._plan is not None and any(
             g.hold_s > 0 and not g.paced(self._algo) for g in self._plan.tcp
         ):
             facts["tcp_hold"] = "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
         return facts
+
+
+def delay_line_summary(counts: dict[str, Any]) -> dict[str, Any]:
+    """A delay line's exit counts, reduced: frames each way, every loss, timer lateness."""
+    lost = sum(counts[d]["dropped_full"] + counts[d]["tx_errors"] for d in ("ab", "ba"))
+    lost += sum(counts["socket_drops"].values()) + counts.get("truncated", 0)
+    return {
+        "delay_ms": counts["delay_ms"],
+        "frames_ab": counts["ab"]["tx"],
+        "frames_ba": counts["ba"]["tx"],
+        "lost": lost,
+        "oversize": counts["oversize"],
+        "max_pending": max(counts["ab"]["max_pending"], counts["ba"]["max_pending"]),
+        "lateness_us": counts["lateness"],
+    }

@@ -87,12 +87,38 @@ def parking_lot_lab() -> dict[str, Any]:
     return {"result": result, "net": _net_state(net)}
 
 
-def ficcrd_tcp(algo: str) -> dict[str, Any]:
-    """Ten Reno uploads, droptail or FICCRD, the ficcrd lab shortened to 2 s."""
-    from fairgate_sim.ficcrd_lab import FiccrdLab
+def ficcrd_tcp(algo: str, tmp: Path) -> dict[str, Any]:
+    """Ten Reno uploads, droptail or FICCRD: experiments/ficcrd.toml at lab scale, 2 s."""
+    from dataclasses import replace
 
-    result, net = FiccrdLab("lab", duration_s=2.0).run(algo, 1, None)
-    return {"result": result, "net": _net_state(net)}
+    from fairgate_exp.engines.sim import SimEngine
+    from fairgate_exp.load import load
+
+    plan = replace(load("ficcrd", "lab"), duration_s=2.0, warmup_s=0.5)
+    engine = SimEngine()
+    engine.build(plan, algo, tmp)
+    for gen in plan.tcp:
+        if gen.start_s > engine.now():
+            engine.advance(gen.start_s)
+        engine.start_tcp(gen)
+    engine.advance(plan.duration_s)
+    assert engine.net is not None
+    return {
+        "samples": engine.flow_samples(),
+        "retransmits": engine.tcp_retransmits(),
+        "records": engine.port_records(),
+        "net": _net_state(engine.net),
+    }
+
+
+def _in_tmp(run: Callable[[Path], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    def go() -> dict[str, Any]:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return run(Path(tmp))
+
+    return go
 
 
 RUNS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -100,8 +126,8 @@ RUNS: dict[str, Callable[[], dict[str, Any]]] = {
     "udp-lestas": lambda: udp_dumbbell("lestas"),
     "udp-rcp": lambda: udp_dumbbell("rcp"),
     "udp-parking-lot": parking_lot_lab,
-    "tcp-droptail": lambda: ficcrd_tcp("droptail"),
-    "tcp-ficcrd": lambda: ficcrd_tcp("ficcrd"),
+    "tcp-droptail": _in_tmp(lambda tmp: ficcrd_tcp("none", tmp)),
+    "tcp-ficcrd": _in_tmp(lambda tmp: ficcrd_tcp("ficcrd", tmp)),
 }
 
 

@@ -9,7 +9,6 @@ def registry() -> dict[str, type[Scenario]]:
     from fairgate_topo.scenarios.cm_sharing import CmSharing
     from fairgate_topo.scenarios.convergence import Convergence
     from fairgate_topo.scenarios.fct import Fct
-    from fairgate_topo.scenarios.ficcrd import Ficcrd
     from fairgate_topo.scenarios.lestas_dynamics import LestasDynamics
     from fairgate_topo.scenarios.parking_lot import ParkingLot
     from fairgate_topo.scenarios.rtt_fairness import RttFairness
@@ -17,6 +16,5 @@ def registry() -> dict[str, type[Scenario]]:
     from fairgate_topo.scenarios.two_bottleneck import TwoBottleneck
 
     classes: list[type[Scenario]] = [TwoBottleneck, Convergence, SessionControl, RttFairness]
-    classes.append(Ficcrd)
     classes += [LestasDynamics, ParkingLot, CmSharing, Fct]
     return {c.name: c for c in classes}
