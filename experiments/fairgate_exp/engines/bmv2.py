@@ -104,7 +104,7 @@ def lab_topology(plan: Plan) -> LabTopology:
             _pps(plan, p),
             p.depth,
             p.gate_syn,
-            h.delay_s * 1000 if h.delay_s > 0 else None,
+            round(h.delay_s * 1000, 6) if h.delay_s > 0 else None,
         )
     done: set[tuple[str, int]] = set()
     for key, p in plan.ports.items():
