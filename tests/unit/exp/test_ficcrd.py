@@ -29,7 +29,7 @@ def test_paper_scale_is_fig_2() -> None:
 def test_smoke_extends_the_lab() -> None:
     lab, smoke = load(FILE, "lab"), load(FILE, "smoke")
     assert (smoke.factor, smoke.frame) == (lab.factor, lab.frame) == (0.6056, 1514)
-    assert (smoke.duration_s, smoke.warmup_s) == (12.0, 6.0)
+    assert (smoke.duration_s, smoke.warmup_s) == (14.0, 8.0)
     assert (lab.duration_s, lab.warmup_s) == (60.0, 15.0)
     for plan in (lab, smoke):  # packet-rate queues, as BMv2 serves them
         p = plan.port_by_label("s1->s2")
