@@ -28,6 +28,7 @@ def test_paper_scale_is_fig_2() -> None:
 
 def test_smoke_extends_the_lab() -> None:
     lab, smoke = load(FILE, "lab"), load(FILE, "smoke")
+    assert load(FILE).scale == "lab"  # make lab EXP=ficcrd without SCALE: BMv2 can run it
     assert (smoke.factor, smoke.frame) == (lab.factor, lab.frame) == (0.6056, 1514)
     assert (smoke.duration_s, smoke.warmup_s) == (14.0, 8.0)
     assert (lab.duration_s, lab.warmup_s) == (60.0, 15.0)
