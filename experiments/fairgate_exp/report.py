@@ -136,11 +136,11 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
     lines += _tcp_rows(by, cols, head)
     flow_lines: list[str] = []
     for win, flow in rows:
-        cells, oracle, span = [], None, ""
+        cells, oracle, spans = [], None, []
         for eng, scale, algo in cols:
             res = by[(eng, scale)]["results"][algo]
             w = res.get("windows", {"run": res}).get(win, {})
-            span = span or "-".join(f"{t:g}" for t in w.get("window_s", []))
+            spans.append("-".join(f"{t:g}" for t in w.get("window_s", [])))
             f = w.get("flows", {}).get(flow, {})
             own = f.get("maxmin_pps")
             oracle = oracle if oracle is not None else own
@@ -149,7 +149,13 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
                 cell += f" (max-min {_fmt(own)})"  # another scale: its own oracle
             cells.append(cell)
         shown = _fmt(oracle) if oracle is not None else "-"
-        label = f"{win} {span} s" if span else win
+        known = [x for x in spans if x]
+        label = f"{win} {known[0]} s" if known else win
+        # scales of different lengths: a cell in another window says which
+        cells = [
+            f"{c} ({x} s)" if x and known and x != known[0] and c != "-" else c
+            for c, x in zip(cells, spans, strict=True)
+        ]
         flow_lines.append(f"| {label} | {flow} | {shown} | " + " | ".join(cells) + " |")
     lines += flow_lines
     lines += _figure_rows(by, cols, head)
