@@ -321,7 +321,7 @@ class Plan:
                     "path": [self.ports[k].label for k in f.path],
                     "ack_path": [self.ports[k].label for k in f.ack_path],
                 }
-                for f in self.flows
+                for f in self.flows + self.tcp_flows
             },
         }
         return doc
