@@ -104,7 +104,7 @@ EXP_ARGS  = $(EXP_FILE) $(EXP_OPTS)
 SIM_FILE  = $(or $(filter %.toml,$(EXP)),$(wildcard experiments/$(EXP).toml))
 SIM_ARGS  = $(SIM_FILE) $(EXP_OPTS)
 # files the BMv2 engine cannot run yet (CM apps): make lab keeps their old scenario
-LAB_OLD   = cm-sharing
+LAB_OLD   =
 LAB_FILE  = $(if $(filter $(LAB_OLD),$(EXP)),,$(EXP_FILE))
 
 lab: $(STAMP)
