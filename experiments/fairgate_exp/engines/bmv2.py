@@ -105,6 +105,19 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     return SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
 
 
+def controller_args(plan: Plan) -> list[str]:
+    """The controller's options from the file: control period, q_ref, minimum rate and,
+    for a session-control variant, the strategy."""
+    period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
+    extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
+    extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
+    extra += ["--min-rate", str(plan.min_rate_kbps)]
+    v = plan.variant
+    if v is not None and v.session != "off":
+        extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
+    return extra
+
+
 def _pps(plan: Plan, p: Any) -> int | None:
     if p.pps is not None:
         return round(p.pps)
@@ -151,14 +164,8 @@ class Bmv2Engine:
         doc["comment"] = f"written by fairgate_exp from {plan.path} (scale {plan.scale})"
         self.net.topo_path.write_text(json.dumps(doc, indent=2) + "\n")
         self.ctx = LabContext(plan.name, algo, run_dir, self.net, self.procs)
-        period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
-        extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
-        extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
-        extra += ["--min-rate", str(plan.min_rate_kbps)]
+        ctl = self.ctx.start_controller(algo, controller_args(plan))
         v = plan.variant
-        if v is not None and v.session != "off":
-            extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
-        ctl = self.ctx.start_controller(algo, extra)
         if v is not None and v.session == "off" and v.admit_fps is not None:
             # as the lab: the switch keeps routes and gates; we own the meters
             self.procs.stop(ctl)
