@@ -37,7 +37,7 @@ def senders(lab: LabNet, dst: str, tag: str, tmp_path: Path) -> list[Any]:
             "--duration",
             str(PHASE_S),
             "--initial-rate",
-            "400",  # as the labs' senders (scenarios/common.py)
+            "400",  # as the experiment files' default initial_rate
             "--spin-us",
             "100",
             "--give-up",
