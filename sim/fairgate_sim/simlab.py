@@ -19,9 +19,12 @@ from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import SenderConfig
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
+from fairgate_sim.probe import QueueProbe
 from fairgate_sim.runner import SENDER_MODE, Flow, RunConfig, port_series
 from fairgate_sim.topo import NetSpec
 from fairgate_sim.udp import UdpReceiver, UdpSender
+
+__all__ = ["FlowLab", "FlowRun", "QueueProbe", "SimLab", "start_flows"]
 
 SAMPLE_S = 0.2  # the labs' receiver log interval
 IDLE_SAMPLES = 5  # a peer silent this many samples is no longer logged
@@ -91,44 +94,6 @@ class PeerSampler:
 
     def of(self, host_ip: str, sport: int) -> list[list[float]]:
         return self.series.get(f"{host_ip}:{sport}", [])
-
-
-@dataclass
-class QueueProbe:
-    """The exact queue of some ports (packets waiting), sampled every ``every_s``."""
-
-    net: Network
-    ports: list[tuple[str, int]]
-    every_s: float = 0.005
-    samples: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=dict)
-
-    def start(self) -> None:
-        for key in self.ports:
-            self.samples[key] = []
-        self.net.clock.after(self.every_s, self._sample)
-
-    def _sample(self) -> None:
-        now = self.net.clock.now
-        for key, out in self.samples.items():
-            out.append((now, self.net.switches[key[0]].ports[key[1]].queue_len()))
-        self.net.clock.after(self.every_s, self._sample)
-
-    def period_means(
-        self, key: tuple[str, int], ends: list[float], periods: list[float]
-    ) -> list[float]:
-        """Mean queue over each period (t - period, t]."""
-        samples = self.samples[key]
-        out, i, n = [], 0, len(samples)
-        for t, period in zip(ends, periods, strict=True):
-            while i < n and samples[i][0] <= t - period:
-                i += 1
-            j, acc, cnt = i, 0, 0
-            while j < n and samples[j][0] <= t:
-                acc += samples[j][1]
-                cnt += 1
-                j += 1
-            out.append(acc / cnt if cnt else 0.0)
-        return out
 
 
 @dataclass

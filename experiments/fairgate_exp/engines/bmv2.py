@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
-from fairgate_exp.traffic import tcp_specs
+from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
 from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
 from fairgate_topo.procs import ProcessGroup
 from fairgate_topo.switch_cli import set_queue
 
-SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "none": "qfcp"}
 SPORT_BASE = 41000
 
 
@@ -103,6 +102,33 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     if not tcp:
         return {}
     return SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
+
+
+def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
+    """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
+    the same app: MSS = the plan's payload, macroflow cap 100 Mbit/s, the audio app's
+    bulk flows joining at once."""
+    duration = app.stop_s - max(app.start_s, now_s)
+    cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", plan.hosts[app.dst].ip]
+    cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
+    cmd += ["--mss", str(plan.payload), "--initial-rate", f"{app.initial_rate_kbps:g}"]
+    cmd += ["--max-rate", "100000", "--log", str(log)]
+    if app.app == "bulk":
+        return [*cmd, "--flows", str(app.flows)]
+    cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
+    cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
+    return [*cmd, "--frame-ms", f"{app.frame_s * 1000:g}"]
+
+
+def cm_peer_names(app: CmPlan, ip: str, records: list[dict[str, Any]]) -> dict[str, str]:
+    """``ip:sport`` -> the recorded name of each flow a CM app opened (its log's ``open``
+    records, as the simulator engine names them): ``<app>-audio`` for the audio flow,
+    ``<app>-<i>`` for the i-th bulk flow."""
+    opened = [r for r in records if r.get("type") == "open"]
+    bulk = [r for r in opened if r.get("role") == "bulk"]
+    out = {f"{ip}:{r['sport']}": f"{app.name}-{i}" for i, r in enumerate(bulk)}
+    out |= {f"{ip}:{r['sport']}": f"{app.name}-audio" for r in opened if r.get("role") == "audio"}
+    return out
 
 
 def controller_args(plan: Plan) -> list[str]:
@@ -253,37 +279,17 @@ class Bmv2Engine:
         MSS = the plan's payload, macroflow cap 100 Mbit/s, audio's bulk flows join at 0."""
         assert self.ctx is not None and self.procs is not None and self._plan is not None
         assert self.net is not None
-        plan = self._plan
-        duration = app.stop_s - max(app.start_s, self.now())
-        cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", plan.hosts[app.dst].ip]
-        cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
-        cmd += ["--mss", str(plan.payload), "--initial-rate", f"{app.initial_rate_kbps:g}"]
-        cmd += ["--max-rate", "100000", "--log", str(self.ctx.log_path(f"cm-{app.name}"))]
-        if app.app == "bulk":
-            cmd += ["--flows", str(app.flows)]
-        else:
-            cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
-            cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
-            cmd += ["--frame-ms", f"{app.frame_s * 1000:g}"]
+        cmd = cm_command(self._plan, app, self.now(), self.ctx.log_path(f"cm-{app.name}"))
         self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
         self.cm_apps.append(app)
 
     def _cm_peers(self) -> dict[str, str]:
-        """``ip:sport`` -> recorded name of every CM flow the apps opened (their ``open``
-        records): ``<app>-audio`` for the audio flow, ``<app>-<i>`` for the i-th bulk flow."""
+        """``ip:sport`` -> recorded name of every flow the CM apps opened."""
         assert self.ctx is not None and self._plan is not None
         out: dict[str, str] = {}
         for a in self.cm_apps:
-            ip = self._plan.hosts[a.src].ip
-            opened = [
-                r for r in read_jsonl(self.ctx.log_path(f"cm-{a.name}")) if r.get("type") == "open"
-            ]
-            bulk = [r for r in opened if r.get("role") == "bulk"]
-            for i, r in enumerate(bulk):
-                out[f"{ip}:{r['sport']}"] = f"{a.name}-{i}"
-            for r in opened:
-                if r.get("role") == "audio":
-                    out[f"{ip}:{r['sport']}"] = f"{a.name}-audio"
+            recs = read_jsonl(self.ctx.log_path(f"cm-{a.name}"))
+            out |= cm_peer_names(a, self._plan.hosts[a.src].ip, recs)
         return out
 
     def tcp_records(self) -> list[dict[str, Any]]:
