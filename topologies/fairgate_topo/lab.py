@@ -1,4 +1,6 @@
-"""Experiment runner: ``python -m fairgate_topo.lab --exp NAME [--algo A] [--smoke]``.
+"""The old scenario runner, kept only for FICCRD (``make lab EXP=ficcrd``) until it is an
+experiment file; every other experiment runs from its file (``python -m fairgate_exp``).
+``python -m fairgate_topo.lab --exp ficcrd [--algo A] [--smoke]``.
 
 For each algorithm: builds the scenario's network (BMv2 switches in Mininet),
 runs it (controller and host agents as tracked processes), tears it all down;
@@ -69,7 +71,13 @@ def run_one(scenario: Scenario, algo: str, smoke: bool, run_dir: Path) -> dict[s
     try:
         with net:
             ctx = LabContext(
-                scenario.name, algo, smoke, run_dir, net, procs, say=lambda m: print(m, flush=True)
+                scenario.name,
+                algo,
+                run_dir,
+                net,
+                procs,
+                say=lambda m: print(m, flush=True),
+                smoke=smoke,
             )
             try:
                 result = scenario.run(ctx)

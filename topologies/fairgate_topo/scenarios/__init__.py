@@ -1,4 +1,6 @@
-"""The named lab scenarios (``make lab EXP=<name>``)."""
+"""The last lab scenario class (``make lab EXP=ficcrd``, run by ``fairgate_topo.lab``):
+FICCRD, until it is an experiment file; every other experiment is a file in
+``experiments/`` run by ``python -m fairgate_exp`` (docs/experiments.md)."""
 
 from __future__ import annotations
 
@@ -6,17 +8,6 @@ from fairgate_topo.scenarios.base import Scenario
 
 
 def registry() -> dict[str, type[Scenario]]:
-    from fairgate_topo.scenarios.cm_sharing import CmSharing
-    from fairgate_topo.scenarios.convergence import Convergence
-    from fairgate_topo.scenarios.fct import Fct
     from fairgate_topo.scenarios.ficcrd import Ficcrd
-    from fairgate_topo.scenarios.lestas_dynamics import LestasDynamics
-    from fairgate_topo.scenarios.parking_lot import ParkingLot
-    from fairgate_topo.scenarios.rtt_fairness import RttFairness
-    from fairgate_topo.scenarios.session_control import SessionControl
-    from fairgate_topo.scenarios.two_bottleneck import TwoBottleneck
 
-    classes: list[type[Scenario]] = [TwoBottleneck, Convergence, SessionControl, RttFairness]
-    classes.append(Ficcrd)
-    classes += [LestasDynamics, ParkingLot, CmSharing, Fct]
-    return {c.name: c for c in classes}
+    return {Ficcrd.name: Ficcrd}
