@@ -36,9 +36,8 @@ help:
 	@echo "                     the committed p4src/compiled/ and p4src/fairgate_p4/generated.py"
 	@echo "  make lab EXP=file  run an experiment file (experiments/<name>.toml or a path) on BMv2;"
 	@echo "                     results/<experiment>/<run-id>/ (docs/experiments.md) [SCALE=] [ALGO=] [VARIANT=]"
-	@echo "  make lab EXP=name  run an old lab scenario on BMv2 in Mininet [ALGO=qfcp,rcp|all] [SMOKE=1];"
-	@echo "                     results/<name>/<run-id>/ (docs/labs.md lists the scenarios)"
-	@echo "  make run EXP=name  the experiment's network at a mininet> prompt, controller running,"
+	@echo "  make lab EXP=ficcrd  FICCRD, still a scenario class (fairgate_topo.lab) [ALGO=] [SMOKE=1]"
+	@echo "  make run EXP=file  the file's network at a mininet> prompt, controller running,"
 	@echo "                     host commands fg-send/fg-recv/fg-tcp/fg-cm/fg-status [ALGO=] [PCAP=1]"
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
@@ -47,10 +46,8 @@ help:
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [RESULTS=dir, default results]"
-	@echo "  make sim EXP=name  experiments/<name>.toml in the simulator (ficcrd, lestas-sweep: old code) [SCALE=] [ALGO=a,b] [SMOKE=1]"
+	@echo "  make sim EXP=ficcrd  FICCRD, still code in sim/ (results/sim/ficcrd-<scale>/) [SCALE=] [SMOKE=1]"
 	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
-	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
-	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
 	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
@@ -92,20 +89,17 @@ test-mininet: $(STAMP)
 
 # Without BMv2 a lab runs in the packet-level simulator instead, and says so.
 # EXP is an experiment file (a path, or a name with experiments/<name>.toml) or, until
-# each is converted, an old scenario name (SMOKE=1 keeps the old scenario's short
-# variant, which files do not have yet). SCALE is passed to a file only when given.
-EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
+# it is a file, ficcrd (SMOKE=1: its short variant). SCALE is passed to a file only when given.
+EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml))
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
 EXP_OPTS  = $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json) \
             $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED))) --results $(RESULTS)
 EXP_ARGS  = $(EXP_FILE) $(EXP_OPTS)
 # the simulator has no per-scenario code left for experiments that are files: it always
-# runs the file (SMOKE applies only to ficcrd and lestas-sweep, still code in sim/)
-SIM_FILE  = $(or $(filter %.toml,$(EXP)),$(wildcard experiments/$(EXP).toml))
+# runs the file (SMOKE applies only to ficcrd, still code in sim/)
+SIM_FILE  = $(EXP_FILE)
 SIM_ARGS  = $(SIM_FILE) $(EXP_OPTS)
-# files the BMv2 engine cannot run yet (CM apps): make lab keeps their old scenario
-LAB_OLD   =
-LAB_FILE  = $(if $(filter $(LAB_OLD),$(EXP)),,$(EXP_FILE))
+LAB_FILE  = $(EXP_FILE)
 
 lab: $(STAMP)
 	@test -n "$(EXP)" || { echo "make lab: say which experiment, e.g. make lab EXP=ring or EXP=path/to/file.toml (docs/experiments.md)"; exit 2; }
@@ -129,9 +123,9 @@ lab: $(STAMP)
 
 # Interactive lab (BMv2 only): docs/labs.md "First session".
 run: $(STAMP)
-	@test -n "$(EXP)" || { echo "make run: say which experiment, e.g. sudo make run EXP=two-bottleneck"; exit 2; }
+	@test -n "$(EXP)" || { echo "make run: say which experiment file, e.g. sudo make run EXP=two-bottleneck or EXP=path/to/file.toml"; exit 2; }
 	@command -v $(SWITCH) >/dev/null || { echo "make run: $(SWITCH) not found: the interactive lab needs BMv2 (README: The P4 toolchain); make sim runs experiments without it"; exit 2; }
-	@$(PY) -m fairgate_topo.interactive --exp $(EXP) --algo $(ALGO) $(if $(filter 1 yes true,$(PCAP)),--pcap)
+	@$(PY) -m fairgate_topo.interactive --exp $(EXP) --algo $(ALGO) $(EXP_SCALE) $(if $(filter 1 yes true,$(PCAP)),--pcap)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
