@@ -365,7 +365,10 @@ def session_doc(spec: LabSpec, algo: str, net: Any, procs: Any) -> dict[str, Any
     return {
         "experiment": spec.name,
         "algo": algo,
-        "ack_delay_ms": spec.ack_delay_ms,
+        # fg-recv's own receiver holds acks this long: the file's receivers' delay (the
+        # largest), per host in ack_delay_ms_by_host
+        "ack_delay_ms": max(spec.ack_delay_ms.values(), default=0.0),
+        "ack_delay_ms_by_host": spec.ack_delay_ms,
         "hosts": hosts,
         "ports": port_peers(spec.topology),
         "pids": {k: [v, process_start_ticks(v)] for k, v in pids.items()},
