@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,15 +20,12 @@ from typing import Any
 
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
-from fairgate_exp.traffic import tcp_specs
+from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
+from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
 from fairgate_topo.procs import ProcessGroup
-from fairgate_topo.scenarios.common import LabContext, read_jsonl
-from fairgate_topo.scenarios.session_control import SYSCTLS, write_meter
 from fairgate_topo.switch_cli import set_queue
 
-PY = sys.executable
-SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "none": "qfcp"}
 SPORT_BASE = 41000
 UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain kernel TCP
 LONG_LIVED_BYTES = 100_000_000  # bulk flows on BMv2 send until their stop (tcp_cm)
@@ -56,11 +52,6 @@ def lab_topology(plan: Plan) -> LabTopology:
         raise ValueError(
             'bmv2 engine: measure.queue = "exact" is the simulator\'s; BMv2 gives the '
             "controller's queue histogram"
-        )
-    if plan.cm:
-        raise ValueError(
-            "bmv2 engine: CM apps ([[cm]]) run in the simulator only so far; "
-            "make lab EXP=cm-sharing runs the old scenario on BMv2"
         )
     if plan.frame > MAX_FRAME:
         raise ValueError(
@@ -130,6 +121,49 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     return out
 
 
+def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
+    """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
+    the same app: MSS = the plan's payload, macroflow cap 100 Mbit/s, the audio app's
+    bulk flows joining at once."""
+    duration = app.stop_s - max(app.start_s, now_s)
+    cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", plan.hosts[app.dst].ip]
+    cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
+    cmd += ["--mss", str(plan.payload), "--initial-rate", f"{app.initial_rate_kbps:g}"]
+    cmd += ["--max-rate", "100000", "--log", str(log)]
+    if app.app == "bulk":
+        return [*cmd, "--flows", str(app.flows)]
+    cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
+    cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
+    return [*cmd, "--frame-ms", f"{app.frame_s * 1000:g}"]
+
+
+def cm_peer_names(app: CmPlan, ip: str, records: list[dict[str, Any]]) -> dict[str, str]:
+    """``ip:sport`` -> the recorded name of each flow a CM app opened (its log's ``open``
+    records, as the simulator engine names them): ``<app>-audio`` for the audio flow,
+    ``<app>-<i>`` for the i-th bulk flow."""
+    opened = [r for r in records if r.get("type") == "open"]
+    bulk = [r for r in opened if r.get("role") == "bulk"]
+    out = {f"{ip}:{r['sport']}": f"{app.name}-{i}" for i, r in enumerate(bulk)}
+    out |= {f"{ip}:{r['sport']}": f"{app.name}-audio" for r in opened if r.get("role") == "audio"}
+    return out
+
+
+def controller_args(plan: Plan, algo: str) -> list[str]:
+    """The controller's options from the file: control period, q_ref, minimum rate,
+    for a session-control variant the strategy, and FICCRD's tables for ``ficcrd``."""
+    period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
+    extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
+    extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
+    extra += ["--min-rate", str(plan.min_rate_kbps)]
+    v = plan.variant
+    if v is not None and v.session != "off":
+        extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
+    if algo == "ficcrd":
+        fic = plan.file.ficcrd
+        extra += ["--ficcrd", "--ficcrd-k", str(fic.rd_interval), "--ficcrd-core", fic.core]
+    return extra
+
+
 def _pps(plan: Plan, p: Any) -> int | None:
     if p.pps is not None:
         return round(p.pps)
@@ -156,6 +190,7 @@ class Bmv2Engine:
     servers: set[str] = field(default_factory=set)
     clients: dict[str, float] = field(default_factory=dict)  # generator -> its start (s)
     bulk: dict[str, TcpPlan] = field(default_factory=dict)  # bulk flow name -> generator
+    cm_apps: list[CmPlan] = field(default_factory=list)
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -175,25 +210,17 @@ class Bmv2Engine:
             s["grpc_addr"], s["thrift_port"] = addr[s["name"]]
         doc["comment"] = f"written by fairgate_exp from {plan.path} (scale {plan.scale})"
         self.net.topo_path.write_text(json.dumps(doc, indent=2) + "\n")
-        self.ctx = LabContext(plan.name, algo, False, run_dir, self.net, self.procs)
-        period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
-        extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
-        extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
-        extra += ["--min-rate", str(plan.min_rate_kbps)]
+        self.ctx = LabContext(plan.name, algo, run_dir, self.net, self.procs)
+        ctl = self.ctx.start_controller(controller_algo(algo), controller_args(plan, algo))
         v = plan.variant
-        if v is not None and v.session != "off":
-            extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
-        if algo == "ficcrd":
-            fic = plan.file.ficcrd
-            extra += ["--ficcrd", "--ficcrd-k", str(fic.rd_interval), "--ficcrd-core", fic.core]
-        ctl = self.ctx.start_controller(controller_algo(algo), extra)
         if v is not None and v.session == "off" and v.admit_fps is not None:
             # as the lab: the switch keeps routes and gates; we own the meters
             self.procs.stop(ctl)
             for sw, port in plan.gated:
-                write_meter(self.ctx, sw, port, v.admit_fps)
+                write_meter(self.net.topo_path, sw, port, v.admit_fps)
         paced = [g.dst for g in plan.tcp if g.paced(algo)]
-        for dst in dict.fromkeys([f.dst for f in plan.flows] + paced):
+        cm = [a.dst for a in plan.cm]
+        for dst in dict.fromkeys([f.dst for f in plan.flows] + paced + cm):
             delay_ms = plan.hosts[dst].ack_delay_s * 1000
             cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay_ms:g}"]
             cmd += ["--log", str(self.ctx.log_path(f"rx-{dst}"))]
@@ -314,8 +341,23 @@ class Bmv2Engine:
         return {name: self._bulk_series(name)[1] for name in self.bulk}
 
     def start_cm(self, app: CmPlan) -> None:
-        """Not yet: ``lab_topology`` refuses files with CM apps."""
-        raise NotImplementedError(f"cm {app.name}: the BMv2 engine does not run CM apps yet")
+        """The hosts' CM app (``fairgate_hosts.apps.bulk`` / ``.audio``, an in-process
+        Congestion Manager) on ``app.src``, as the simulator engine drives the same apps:
+        MSS = the plan's payload, macroflow cap 100 Mbit/s, audio's bulk flows join at 0."""
+        assert self.ctx is not None and self.procs is not None and self._plan is not None
+        assert self.net is not None
+        cmd = cm_command(self._plan, app, self.now(), self.ctx.log_path(f"cm-{app.name}"))
+        self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
+        self.cm_apps.append(app)
+
+    def _cm_peers(self) -> dict[str, str]:
+        """``ip:sport`` -> recorded name of every flow the CM apps opened."""
+        assert self.ctx is not None and self._plan is not None
+        out: dict[str, str] = {}
+        for a in self.cm_apps:
+            recs = read_jsonl(self.ctx.log_path(f"cm-{a.name}"))
+            out |= cm_peer_names(a, self._plan.hosts[a.src].ip, recs)
+        return out
 
     def tcp_records(self) -> list[dict[str, Any]]:
         """The clients' flow records (times moved to the experiment's clock; flows the
@@ -388,7 +430,9 @@ class Bmv2Engine:
         assert self.ctx is not None and self._plan is not None
         plan = self._plan
         by_peer = {f"{plan.hosts[f.src].ip}:{self.sports[f.name]}": f.name for f in plan.flows}
+        by_peer |= self._cm_peers()
         out: dict[str, list[tuple[float, int]]] = {f.name: [] for f in plan.flows}
+        out |= {name: [] for name in by_peer.values() if name not in out}
         for path in sorted((self.ctx.run_dir / "hosts").glob("rx-*.jsonl")):
             recs = read_jsonl(path)
             agent = next((r for r in recs if r.get("type") == "agent"), None)

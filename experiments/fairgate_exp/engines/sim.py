@@ -14,20 +14,19 @@ from fairgate_controller.entities import METER_BURST_DEFAULT
 from fairgate_controller.ficcrd import FiccrdConfig
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import LINE_RATE_BPS, CmPlan, FlowPlan, Plan, TcpPlan
-from fairgate_exp.traffic import tcp_specs
+from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_hosts.apps.audio import AudioApp, LayeredAudio
 from fairgate_hosts.apps.bulk import BulkApp
 from fairgate_hosts.cm.core import CMConfig
 from fairgate_hosts.receiver import ReceiverCore
-from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
+from fairgate_hosts.sender import RATE_UNLIMITED, Mode, SenderConfig
 from fairgate_hosts.traffic.records import FlowRecord
 from fairgate_hosts.traffic.workload import FlowSpec
 from fairgate_sim.cmhost import MemoryLog, SimCMHost
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
-from fairgate_sim.runner import SENDER_MODE
-from fairgate_sim.simlab import QueueProbe
+from fairgate_sim.probe import QueueProbe
 from fairgate_sim.tcp import TcpConfig, TcpServer
 from fairgate_sim.tcp_traffic import TcpClient
 from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
@@ -63,7 +62,7 @@ def control_config(plan: Plan, algo: str) -> ControlConfig:
 def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
     desired = RATE_UNLIMITED if flow.max_rate_bps is None else round(flow.max_rate_bps / 1000)
     return SenderConfig(
-        mode=SENDER_MODE[controller_algo(algo)],
+        mode=Mode(SENDER_MODE[controller_algo(algo)]),
         packet_bytes=plan.payload,
         duration_us=round((flow.stop_s - flow.start_s) * 1e6),
         desired_rate_kbps=desired,
@@ -256,7 +255,7 @@ class SimEngine:
                 net.clock.at(specs[i + 1].start_s, start, i + 1)
             spec = specs[i]
             cfg = SenderConfig(
-                mode=SENDER_MODE[controller_algo(self._algo)],
+                mode=Mode(SENDER_MODE[controller_algo(self._algo)]),
                 packet_bytes=gen.mss,
                 flow_bytes=spec.size_bytes,
                 initial_rate_kbps=plan.initial_rate_kbps,

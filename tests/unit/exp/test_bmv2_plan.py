@@ -12,7 +12,7 @@ from fairgate_exp.load import EXPERIMENTS_DIR, load
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "topologies"))
 
-from fairgate_exp.engines.bmv2 import lab_topology  # noqa: E402
+from fairgate_exp.engines.bmv2 import cm_command, cm_peer_names, lab_topology  # noqa: E402
 
 
 def test_ring_maps_port_for_port() -> None:
@@ -103,6 +103,23 @@ def test_ficcrd_lab_is_one_bottleneck_with_the_access_delays() -> None:
         lab_topology(load(EXPERIMENTS_DIR / "ficcrd.toml", "paper"))
 
 
-def test_refuses_cm_apps() -> None:
-    with pytest.raises(ValueError, match="CM apps"):
-        lab_topology(load(EXPERIMENTS_DIR / "cm-sharing.toml"))
+def test_cm_apps_run_as_the_hosts_apps_and_their_flows_are_named_as_in_the_simulator() -> None:
+    plan = load(EXPERIMENTS_DIR / "cm-sharing.toml")
+    assert lab_topology(plan).switches == ["s1", "s2"]
+    bulk, audio = plan.cm
+    cmd = cm_command(plan, bulk, 15.2, Path("/tmp/cm.jsonl"))
+    assert cmd[1:4] == ["-m", "fairgate_hosts.apps.bulk", "--dst"]
+    assert cmd[cmd.index("--duration") + 1] == "14.300" and cmd[-2:] == ["--flows", "4"]
+    cmd = cm_command(plan, audio, 30.0, Path("/tmp/voice.jsonl"))
+    assert cmd[2] == "fairgate_hosts.apps.audio" and "--bulk" in cmd
+    assert cmd[cmd.index("--layers") + 1] == "80,160,320,640,1280,2560"
+    recs = [
+        {"type": "agent"},
+        {"type": "open", "role": "audio", "fid": 1, "sport": 5000},
+        {"type": "open", "role": "bulk", "fid": 2, "sport": 5002},
+        {"type": "sample"},
+    ]
+    assert cm_peer_names(audio, "10.0.1.1", recs) == {
+        "10.0.1.1:5000": "voice-audio",
+        "10.0.1.1:5002": "voice-0",
+    }

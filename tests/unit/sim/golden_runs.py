@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,30 +62,36 @@ def _core_state(core: Any) -> dict[str, Any]:
 
 
 def udp_dumbbell(algo: str) -> dict[str, Any]:
-    """12 users over a 20 Mbit/s dumbbell, 40 ms of ack delay, 2.5 s."""
-    from fairgate_sim.runner import Flow, RunConfig, start_udp
-    from fairgate_sim.scenarios import dumbbell
+    """12 users over a 20 Mbit/s dumbbell, 40 ms of ack delay, staggered 50 ms, 2.5 s (an
+    inline experiment through the experiment driver and the simulator engine)."""
+    from fairgate_exp.inline import dumbbell, plan_of, run_sim
 
-    spec, s, r = dumbbell(4, 20e6 / 8, depth=80)
-    flows = [Flow(f"u{i}", s[i % 4], r[i % 4], 0.05 * i, 2.5) for i in range(12)]
-    cfg = RunConfig(algo=algo, ack_delay_s=0.04, start_jitter_s=0.1, seed=7)  # type: ignore[arg-type]
-    run = start_udp(spec, flows, cfg)
-    run.net.run(2.0)
-    run.net.run(2.6)  # a second run() continues where the first stopped
+    doc = dumbbell(12, "20Mbit/s", 2.5, buffer="80pkt", stagger="0.05s", algorithm=algo)
+    doc["experiment"]["seed"] = 7
+    with tempfile.TemporaryDirectory() as tmp:
+        res, engine = run_sim(plan_of(doc), algo, Path(tmp))
     return {
-        "series": run.series,
-        "records": run.controller.recorder.records,
-        "net": _net_state(run.net),
-        "senders": {n: _core_state(tx.core) for n, tx in run.senders.items()},
+        "series": res["rates"],
+        "records": engine.port_records(),
+        "net": _net_state(engine.net),
+        "senders": {n: _core_state(tx.core) for n, tx in engine.senders.items()},
     }
 
 
 def parking_lot_lab() -> dict[str, Any]:
-    """The lab-scale parking lot (packet-rate queues, exact-queue probe off), smoke, 3 s."""
-    from fairgate_sim import parking_lot
+    """experiments/parking-lot.toml (lab scale, lestas) cut to its first 3 s."""
+    import tomllib
 
-    result, net = parking_lot.lab(smoke=True).run("lestas", 3, None)
-    return {"result": result, "net": _net_state(net)}
+    from fairgate_exp.inline import plan_of, run_sim
+    from fairgate_exp.load import resolve_path
+
+    doc = tomllib.loads(resolve_path("parking-lot").read_text())
+    doc["experiment"] |= {"duration": "3s", "warmup": "1s"}
+    doc.pop("expect", None)
+    doc.pop("phases", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        res, engine = run_sim(plan_of(doc, "parking-lot"), "lestas", Path(tmp))
+    return {"result": {"rates": res["rates"], "rows": res["rows"]}, "net": _net_state(engine.net)}
 
 
 def ficcrd_tcp(algo: str, tmp: Path) -> dict[str, Any]:
