@@ -148,7 +148,7 @@ def cm_peer_names(app: CmPlan, ip: str, records: list[dict[str, Any]]) -> dict[s
     return out
 
 
-def controller_args(plan: Plan, algo: str) -> list[str]:
+def controller_args(plan: Plan, algo: str | None = None) -> list[str]:
     """The controller's options from the file: control period, q_ref, minimum rate,
     for a session-control variant the strategy, and FICCRD's tables for ``ficcrd``."""
     period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
