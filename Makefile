@@ -63,6 +63,7 @@ deps:
 build: $(STAMP)
 	@command -v $(P4C) >/dev/null || { echo "make build: $(P4C) not found (see README: P4 toolchain)"; exit 2; }
 	@mkdir -p $(BUILD) p4src/compiled
+	@$(PY) -m fairgate_p4.xcp_math
 	@for prog in $(PROGRAMS); do \
 	  echo "p4c --Werror p4src/$$prog.p4"; \
 	  $(P4C) --arch v1model --Werror -I p4src -o $(BUILD)/$$prog.json \

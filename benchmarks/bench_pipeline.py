@@ -1,6 +1,11 @@
 """Forwarding throughput of fairgate.p4 vs the plain forwarding pipeline
 (forward.p4) on the same BMv2 build, side by side in one run.
 
+With --xcp a third configuration, "fairgate-xcp", sends XCP data packets
+through fairgate.p4 with xcp_factors set (both terms computed, H_feedback
+stamped, the UDP checksum updated, the log2(rtt/cwnd) histogram counted): its
+CPU per packet minus fairgate's (rate-header data) is XCP's per-packet cost.
+
 A sender in a namespace blasts rate-header data packets into switch port 1
 for a few seconds; the packets that come out of port 2 over that time give
 each program's packets per second. Runs alternate between the programs and
@@ -25,10 +30,11 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from fairgate_controller import entities as ent
 from fairgate_controller.sync_client import SyncSwitch
-from fairgate_p4 import artifacts
+from fairgate_p4 import artifacts, xcp_math
 from fairgate_p4 import generated as g
-from fairgate_p4.scapy_layer import FgRate
+from fairgate_p4.scapy_layer import FgRate, FgXcp
 from fairgate_topo.netns_switch import NetnsSwitch
 
 TOP = Path(__file__).resolve().parent.parent
@@ -36,18 +42,28 @@ BLAST = Path(__file__).resolve().parent / "blast.py"
 SWITCH_MAC = "02:fa:00:00:00:01"
 
 
-def frame() -> bytes:
-    pkt = (
+def frame(config: str = "fairgate") -> bytes:
+    head = (
         Ether(src="00:00:00:00:00:01", dst=SWITCH_MAC)
         / IP(src="10.0.1.1", dst="10.0.2.2")
         / UDP(sport=40000, dport=g.FG_UDP_PORT)
-        / FgRate(rate_kbps=50_000, rtt_us=20_000, seq=1)
-        / Raw(b"x" * 100)
     )
-    return bytes(pkt)
+    if config != "fairgate-xcp":
+        return bytes(head / FgRate(rate_kbps=50_000, rtt_us=20_000, seq=1) / Raw(b"x" * 100))
+    lg_pos, lg_neg = xcp_math.sender_terms(0.02, 170, 15_000)
+    xcp = FgXcp(
+        cwnd_bytes=15_000, feedback=g.FG_XCP_FEEDBACK_UNLIMITED, lg_pos=lg_pos, lg_neg=lg_neg
+    )
+    rate = FgRate(kind=g.FG_KIND_XCP_DATA, rtt_us=20_000, seq=1)
+    return bytes(head / rate / xcp / Raw(b"x" * 88))  # the same 170-byte frame
 
 
-def configure(p4: SyncSwitch, program: str) -> None:
+def program_of(config: str) -> str:
+    return "fairgate" if config.startswith("fairgate") else config
+
+
+def configure(p4: SyncSwitch, config: str) -> None:
+    program = program_of(config)
     p4.insert(
         fy.P4TableEntry(
             "ipv4_routes",
@@ -80,6 +96,10 @@ def configure(p4: SyncSwitch, program: str) -> None:
                 for b in range(31)
             ]
         )
+    if config == "fairgate-xcp":
+        # factors that give the benchmark's packets about +300 and -100 bytes: stamped
+        p4.insert(ent.xcp_factors_entry(2, xcp_math.encode_factor(1.8e6), 256))
+        p4.insert(*ent.xcp_bucket_entries(xcp_math.RatioBuckets()))
 
 
 def _key(table: str) -> str:
@@ -92,7 +112,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(program: str, seconds: float, log_dir: Path) -> dict[str, float]:
+def one_run(config: str, seconds: float, log_dir: Path) -> dict[str, float]:
+    program = program_of(config)
     # The switch and the sender get a core each, so that they do not fight
     # over one (the machine has two).
     with NetnsSwitch(log_dir=log_dir / f"{program}-{time.monotonic_ns()}", ports=2, cpus="1") as sw:
@@ -102,11 +123,11 @@ def one_run(program: str, seconds: float, log_dir: Path) -> dict[str, float]:
             artifacts.bmv2_json_path(program),
             name=program,
         ) as p4:
-            configure(p4, program)
+            configure(p4, config)
         assert sw.proc is not None
         rx0, cpu0 = sw.rx_packets(2), cpu_seconds(sw.proc.pid)
         out = sw.run_in_ns(
-            [sys.executable, str(BLAST), sw.host_intf(1), frame().hex(), str(seconds)]
+            [sys.executable, str(BLAST), sw.host_intf(1), frame(config).hex(), str(seconds)]
         )
         time.sleep(1.0)  # let the switch drain what it queued
         rx1, cpu1 = sw.rx_packets(2), cpu_seconds(sw.proc.pid)
@@ -125,6 +146,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=TOP / "results" / "bench" / "pipeline.json")
+    parser.add_argument(
+        "--xcp", action="store_true", help="also XCP data through fairgate.p4 (fairgate-xcp)"
+    )
     args = parser.parse_args()
     logging.getLogger("finsy").setLevel(logging.ERROR)  # "gNMI is not implemented" per connect
     switch = os.environ.get("SWITCH", "simple_switch_grpc")
@@ -132,6 +156,8 @@ def main() -> int:
     if reason:
         return skip("pipeline", reason, args.out)
     runs: dict[str, list[dict[str, float]]] = {"forward": [], "fairgate": []}
+    if args.xcp:
+        runs["fairgate-xcp"] = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
             for program in runs:
@@ -141,12 +167,18 @@ def main() -> int:
     cpu = {p: statistics.median(r["cpu_us_per_pkt"] for r in rs) for p, rs in runs.items()}
     ratio = med["fairgate"] / med["forward"] if med["forward"] else 0.0
     cpu_ratio = cpu["forward"] / cpu["fairgate"] if cpu["fairgate"] else 0.0
-    print(f"{'pipeline':<10} {'offered pps':>12} {'forwarded pps':>14} {'cpu us/pkt':>11}  runs")
+    print(f"{'pipeline':<12} {'offered pps':>12} {'forwarded pps':>14} {'cpu us/pkt':>11}  runs")
     for p in runs:
         each = ", ".join(f"{r['forwarded_pps']:.0f}" for r in runs[p])
-        print(f"{p:<10} {offered[p]:>12.0f} {med[p]:>14.0f} {cpu[p]:>11.1f}  {each}")
+        print(f"{p:<12} {offered[p]:>12.0f} {med[p]:>14.0f} {cpu[p]:>11.1f}  {each}")
     print(f"ratio fairgate/forward: {ratio:.3f} forwarded pps (goal >= 0.90), ", end="")
     print(f"{cpu_ratio:.3f} by CPU per packet")
+    if args.xcp:
+        print(
+            f"XCP per packet: {cpu['fairgate-xcp'] - cpu['fairgate']:+.2f} us CPU vs rate-header "
+            f"data, forwarded pps ratio fairgate-xcp/fairgate "
+            f"{med['fairgate-xcp'] / med['fairgate'] if med['fairgate'] else 0.0:.3f}"
+        )
     print(f"load average during the runs: {os.getloadavg()[0]:.2f} (other work skews the figures)")
     if min(offered.values()) < 1.2 * max(med.values()):
         print("note: the sender barely outpaced the switch; the figures may be sender-bound")

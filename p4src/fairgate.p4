@@ -4,7 +4,8 @@
  *          roles and RD turnaround -> SYN admission -> arrival counters ->
  *          anomaly counter
  * egress:  departure, queue-depth and RTT telemetry -> FICCRD (RD emission,
- *          core MAPR/ER, RD consumption, receive-window rewriting) -> rate
+ *          core MAPR/ER, RD consumption, receive-window rewriting) -> XCP
+ *          feedback (min-stamping H_feedback, its UDP checksum) -> rate
  *          feedback (min-stamping, congestion flag) -> incremental UDP
  *          checksum update of a rewritten rate header
  * Each feature lives in its own include; docs/data-plane.md walks through
@@ -21,6 +22,7 @@
 #include "include/telemetry.p4"
 #include "include/rate_feedback.p4"
 #include "include/ficcrd.p4"
+#include "include/xcp.p4"
 
 control FgIngress(inout headers_t hdr,
                   inout metadata_t meta,
@@ -68,6 +70,7 @@ control FgEgress(inout headers_t hdr,
     DepartureTelemetry() departures;
     FiccrdEgress() ficcrd;
     RateFeedback() feedback;
+    XcpFeedback() xcp;
     RateHeaderChecksum() udp_checksum;
 
     apply {
@@ -79,6 +82,9 @@ control FgEgress(inout headers_t hdr,
             /* TCP segments, RDs and RD clones (clones of TCP segments). */
             if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
                 ficcrd.apply(hdr, meta, standard_metadata);
+            }
+            if (hdr.fg_xcp.isValid()) {
+                xcp.apply(hdr, meta, standard_metadata);
             }
         }
         feedback.apply(hdr, meta, standard_metadata);

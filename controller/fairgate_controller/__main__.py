@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--algo",
-        choices=["qfcp", "rcp", "lestas", "none"],
+        choices=["qfcp", "rcp", "lestas", "xcp", "none"],
         default="qfcp",
         help="fair-rate algorithm per port; 'none' installs routes only and never "
         "stamps (default: qfcp)",

@@ -43,6 +43,7 @@ from fairgate_controller.records import Recorder
 from fairgate_controller.routes import compute_routes
 from fairgate_controller.telemetry import (
     COUNTERS,
+    XCP_COUNTERS,
     Snapshot,
     counter_deltas,
     event_count,
@@ -53,12 +54,13 @@ from fairgate_controller.telemetry import (
 )
 from fairgate_controller.thrift_cli import QueueSetting, SwitchCliError
 from fairgate_controller.topology import PortSpec, SwitchSpec, Topology
+from fairgate_controller.xcp_ports import XcpPorts
 from fairgate_p4 import generated as g
 from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
 
 LOG = logging.getLogger("fairgate.controller")
 
-Algo = Literal["qfcp", "rcp", "lestas", "none"]
+Algo = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
 OWNED_TABLES = (
     g.TABLE_IPV4_ROUTES,
     g.TABLE_PORT_FEEDBACK,
@@ -66,6 +68,8 @@ OWNED_TABLES = (
     g.TABLE_QUEUE_BUCKETS,
     g.TABLE_RTT_BUCKETS,
 )
+# owned too when the algorithm is XCP (xcp_ports.py)
+XCP_TABLES = (g.TABLE_XCP_FACTORS, g.TABLE_XCP_RATIO_BUCKETS)
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,14 @@ class SwitchAgent:
         ficcrd = self.config.ficcrd
         self.owned_tables = OWNED_TABLES + (fc.TABLES if ficcrd else ())
         self.counters = COUNTERS + (fc.COUNTERS if ficcrd else ())
+        # XCP: one controller per port on its own interval (the port's average RTT)
+        self.xcp: XcpPorts | None = None
+        if self.config.algo == "xcp":
+            self.xcp = XcpPorts(
+                self.ports, self.qbuckets, self.rbuckets, tick_s=self.config.period_min_s
+            )
+            self.owned_tables += XCP_TABLES
+            self.counters += XCP_COUNTERS
 
     # ---- connection ----------------------------------------------------------
     async def ready(self, sw: fy.Switch) -> None:
@@ -267,6 +279,9 @@ class SwitchAgent:
             desired += [ent.feedback_entry(p, kbps, c) for p, (kbps, c) in self.feedback.items()]
         if self.config.ficcrd is not None:
             desired += fc.table_entries(self.topo, self.spec.name, self.config.ficcrd)
+        if self.xcp is not None:
+            desired += self.xcp.entries()
+            self.xcp.rebaseline()
         inserts, modifies, deletes = ent.reconcile(desired, current, sw.p4info)
         await sw.delete(deletes)
         await sw.modify(modifies)
@@ -373,6 +388,11 @@ class SwitchAgent:
     async def step(self, sw: fy.Switch) -> None:
         now = self.clock()
         snap = await self.read_snapshot(sw)
+        xcp_writes, xcp_info = self.xcp.step(snap, now) if self.xcp else ([], {})
+        if xcp_writes:
+            await sw.modify(xcp_writes)
+        if self.xcp is not None:
+            self._xcp_tick()
         if self.prev is None:
             self.prev, self.prev_t = snap, now
             return
@@ -387,14 +407,19 @@ class SwitchAgent:
             return
         if period <= 0:
             return
-        writes, meters = self.compute(delta, period)
+        writes, meters = self.compute(delta, period, xcp_info)
+        if self.xcp is not None:
+            self._xcp_tick()  # after compute's _adapt_period: XCP's tick wins
         if writes:
             await sw.modify(writes)
         if meters:
             await sw.modify(meters)
 
-    def compute(self, delta: Snapshot, period: float) -> tuple[list[Any], list[Any]]:
-        """Pure part of a period: measurements -> decisions -> entities to write."""
+    def compute(
+        self, delta: Snapshot, period: float, xcp_info: dict[int, dict[str, Any]] | None = None
+    ) -> tuple[list[Any], list[Any]]:
+        """Pure part of a period: measurements -> decisions -> entities to write
+        (``xcp_info``: the XCP updates of this tick, added to the ports' records)."""
         self.periods += 1
         writes: list[Any] = []
         meters: list[Any] = []
@@ -429,6 +454,8 @@ class SwitchAgent:
             }
             if self.config.ficcrd is not None:
                 record.update(fc.port_events(delta, port.port))
+            if xcp_info and port.port in xcp_info:
+                record.update(xcp_info[port.port])
             ctl = self.rate_ctl.get(port.port)
             if ctl is not None:
                 d = ctl.update(m)
@@ -492,6 +519,16 @@ class SwitchAgent:
         self.admit[port] = admit
         record["admit_fps"] = admit
         return ent.meter_entry(port, admit, self.config.meter_burst)
+
+    def _xcp_tick(self) -> None:
+        """XCP: the loop ticks at half the shortest port interval (at least
+        period_min), so every port runs within half a tick of its own d."""
+        assert self.xcp is not None
+        tick = self.xcp.min_interval_s() / 2
+        if self.config.period_s is not None:
+            tick = min(tick, self.config.period_s)
+        self.period_s = max(self.config.period_min_s, tick)
+        self.xcp.tick_s = self.period_s
 
     def _adapt_period(self, rtts: list[float]) -> None:
         if self.config.period_s is not None:

@@ -14,6 +14,7 @@ import finsy as fy
 from fairgate_controller.routes import Route
 from fairgate_controller.telemetry import Buckets
 from fairgate_p4 import generated as g
+from fairgate_p4.xcp_math import RatioBuckets, to_u16
 
 METER_BURST_DEFAULT = 5
 
@@ -59,6 +60,31 @@ def bucket_entries(table: str, buckets: Buckets) -> list[fy.P4TableEntry]:
             priority=1,
         )
         for lo, hi, b in buckets.ranges()
+    ]
+
+
+def xcp_factors_entry(port: int, lg_xi_p: int, lg_xi_n: int) -> fy.P4TableEntry:
+    """XCP's per-packet factors of a port: signed Q8.8 log2 of xi_p and xi_n
+    (``fairgate_p4.xcp_math.encode_factor``; LG_NONE = no such part)."""
+    return fy.P4TableEntry(
+        g.TABLE_XCP_FACTORS,
+        match=fy.Match(egress_port=port),
+        action=fy.Action(
+            g.ACTION_SET_XCP_FACTORS, lg_xi_p=to_u16(lg_xi_p), lg_xi_n=to_u16(lg_xi_n)
+        ),
+    )
+
+
+def xcp_bucket_entries(buckets: RatioBuckets) -> list[fy.P4TableEntry]:
+    """The log2(rtt/cwnd) bucket bounds of xcp_ratio_hist (the last bucket is the default)."""
+    return [
+        fy.P4TableEntry(
+            g.TABLE_XCP_RATIO_BUCKETS,
+            match=fy.Match(ratio_key=f"{lo}...{hi}"),
+            action=fy.Action(g.ACTION_SET_XCP_BUCKET, bucket=b),
+            priority=1,
+        )
+        for b, lo, hi in buckets.entries()
     ]
 
 

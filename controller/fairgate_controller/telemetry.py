@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fairgate_controller.algorithms.measure import PortMeasurement
+from fairgate_controller.algorithms.xcp_types import XcpSample
 from fairgate_controller.buckets import (
     OVERFLOW_BUCKET,
     Buckets,
@@ -21,6 +22,7 @@ from fairgate_controller.buckets import (
     uniform_queue_buckets,
 )
 from fairgate_p4 import generated as g
+from fairgate_p4.xcp_math import RatioBuckets, XcpSums, estimate_sums
 
 # counter name -> index -> (packets, bytes)
 Snapshot = dict[str, dict[int, tuple[int, int]]]
@@ -32,11 +34,14 @@ COUNTERS = (
     g.COUNTER_RTT_HIST,
     g.COUNTER_SESSION_EVENTS,
 )
+# read only when a port runs XCP (1024 more entries per read)
+XCP_COUNTERS = (g.COUNTER_XCP_RATIO_HIST,)
 DEFAULT_PKT_BYTES = 1500.0
 
 __all__ = (
     "COUNTERS",
     "OVERFLOW_BUCKET",
+    "XCP_COUNTERS",
     "Buckets",
     "HistogramStats",
     "Snapshot",
@@ -48,6 +53,8 @@ __all__ = (
     "queue_overflow",
     "rtt_buckets",
     "uniform_queue_buckets",
+    "xcp_sample",
+    "xcp_sums",
 )
 
 
@@ -140,4 +147,40 @@ def measure_port(
         syn_ungated=event_count(delta, port, g.FG_EVENT_SYN_UNGATED),
         fins=event_count(delta, port, g.FG_EVENT_FIN),
         rsts=event_count(delta, port, g.FG_EVENT_RST),
+    )
+
+
+def xcp_sums(delta: Snapshot, port: int, buckets: RatioBuckets) -> XcpSums:
+    """One port's XCP sums over a period from its xcp_ratio_hist deltas."""
+    base = port << g.FG_XCP_HIST_BUCKET_BITS
+    entries = delta.get(g.COUNTER_XCP_RATIO_HIST, {})
+    cells = [entries.get(base + b, (0, 0)) for b in range(g.FG_XCP_HIST_BUCKETS)]
+    return estimate_sums([c[1] for c in cells], [c[0] for c in cells], buckets)
+
+
+def xcp_sample(
+    delta: Snapshot,
+    port: int,
+    period_s: float,
+    qbuckets: Buckets,
+    rbuckets: Buckets,
+    xbuckets: RatioBuckets,
+) -> XcpSample:
+    """XCP's per-port inputs over one period (docs/data-plane.md "XCP").
+
+    The queue is the persistent one: the lowest occupied queue-depth bucket,
+    in bytes at the period's mean departing packet size."""
+    arr_p, arr_b = delta.get(g.COUNTER_PORT_ARRIVALS, {}).get(port, (0, 0))
+    dep_p, dep_b = delta.get(g.COUNTER_PORT_DEPARTURES, {}).get(port, (0, 0))
+    pkt_bytes = dep_b / dep_p if dep_p else (arr_b / arr_p if arr_p else DEFAULT_PKT_BYTES)
+    queue = histogram_stats(delta, g.COUNTER_QUEUE_DEPTH_HIST, port, qbuckets)
+    rtt = histogram_stats(delta, g.COUNTER_RTT_HIST, port, rbuckets)
+    sums = xcp_sums(delta, port, xbuckets)
+    return XcpSample(
+        y_bytes=arr_b,
+        sum_s_bytes=sums.sum_s_bytes,
+        sum_rtt_s_over_cwnd=sums.sum_rtt_s_over_cwnd,
+        avg_rtt_s=rtt.mean / 1e6 if rtt.count else None,
+        queue_bytes_or_pkts=queue.minimum * pkt_bytes,
+        interval_s=period_s,
     )

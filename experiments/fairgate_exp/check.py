@@ -112,13 +112,13 @@ def check(exp: ExperimentFile) -> None:
         for f in e.flows or []:
             if f not in flows:
                 raise _err(f"{where}: unknown flow {f!r}{_near(f, flows)}")
-        if e.metric in ("maxmin", "flow_rate", "jain"):
+        if e.metric in ("maxmin", "flow_rate", "jain", "convergence"):
             if not exp.measure.flows:
                 raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
             bulk = bulk_names(exp) and e.metric != "flow_rate"
             if not exp.flows and not bulk and not (e.metric == "flow_rate" and exp.cm):
                 raise _err(f"{where}: there are no paced flows to measure")
-        if e.metric in ("maxmin", "queue") and e.within is None:
+        if e.metric in ("maxmin", "queue", "convergence") and e.within is None:
             raise _err(f'{where}: needs within (e.g. within = "10%")')
         if e.metric in ("utilisation", "jain", "goodput") and e.min is None:
             raise _err(f"{where}: needs min (e.g. min = 0.95)")

@@ -78,7 +78,7 @@ Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
 
 # "none": no rate control in the switches (droptail); "ficcrd": none plus FICCRD
 # (resource discovery, MAPR/DPF at core queues, receive-window rewriting at the edges)
-Algorithm = Literal["qfcp", "rcp", "lestas", "none", "ficcrd"]
+Algorithm = Literal["qfcp", "rcp", "lestas", "xcp", "none", "ficcrd"]
 ALGORITHMS: tuple[str, ...] = Algorithm.__args__  # type: ignore[attr-defined]
 
 
@@ -251,6 +251,7 @@ Metric = Literal[
     "completion_rate",
     "fct",
     "goodput",
+    "convergence",
 ]
 
 

@@ -9,6 +9,9 @@ Data -> ack: kind ACK, same flags (congestion flag echoed), seq, rtt and rate (a
 the switches), ``ts_echo_us`` = the data's ``ts_us``, ``ts_us`` = receiver time, and ``ack`` =
 cumulative next sequence expected.
 
+XCP data -> XCP ack: as data -> ack, kind XCP_ACK, and the XCP header (H_cwnd, H_feedback as
+the switches stamped it, the log2 terms) copied after the rate header.
+
 Probe -> probe-ack (Congestion Manager, paper 001 Fig. 5): ``seq`` = this probe, ``ack`` = the
 last probe answered before it, ``ts_echo_us`` = the probe's ``ts_us``, followed by 8 bytes
 (network order) holding the data bytes received from that host since the last answered probe.
@@ -25,7 +28,7 @@ from typing import Any
 
 from fairgate_hosts.wire import u32, unwrap
 from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
+from fairgate_p4.header import HEADER_BYTES, XCP_HEADER_BYTES, HeaderError, RateHeader
 
 PROBE_COUNT = struct.Struct("!Q")
 PROBE_ACK_BYTES = HEADER_BYTES + PROBE_COUNT.size
@@ -136,12 +139,17 @@ class ReceiverCore:
         except HeaderError:
             self.stats.malformed += 1
             return []
-        if hdr.kind == g.FG_KIND_DATA:
+        xcp = hdr.kind == g.FG_KIND_XCP_DATA
+        if xcp and len(buf) < HEADER_BYTES + XCP_HEADER_BYTES:
+            self.stats.malformed += 1
+            return []
+        if hdr.kind == g.FG_KIND_DATA or xcp:
             self._data_seen += 1
             if self.drop_every > 0 and self._data_seen % self.drop_every == 0:
                 self.stats.dropped += 1
                 return []
-            return [self._on_data(hdr, len(buf), now_us, peer)]
+            extra = bytes(buf[HEADER_BYTES : HEADER_BYTES + XCP_HEADER_BYTES]) if xcp else b""
+            return [self._on_data(hdr, len(buf), now_us, peer, extra)]
         if hdr.kind == g.FG_KIND_PROBE:
             return [self._on_probe(hdr, now_us, peer)]
         self.stats.ignored += 1
@@ -158,7 +166,9 @@ class ReceiverCore:
             self.stats.expired_flows += 1
         return out
 
-    def _on_data(self, hdr: RateHeader, size: int, now_us: int, peer: Hashable) -> SendAt:
+    def _on_data(
+        self, hdr: RateHeader, size: int, now_us: int, peer: Hashable, xcp: bytes = b""
+    ) -> SendAt:
         flow = self.flows.get(peer)
         if flow is not None and now_us - flow.last_us > self.flow_idle_us:
             self.finished.append(self.flows.pop(peer).record(peer))
@@ -172,7 +182,7 @@ class ReceiverCore:
         if hdr.congested:
             flow.congested += 1
         seq = unwrap(hdr.seq, flow.next_expected)
-        data = max(0, size - HEADER_BYTES)
+        data = max(0, size - HEADER_BYTES - len(xcp))
         if seq < flow.next_expected or seq in flow.above:
             flow.duplicates += 1
         elif seq - flow.next_expected > self.max_reorder:
@@ -195,7 +205,7 @@ class ReceiverCore:
             rate = min(rate, self.stamp_kbps)
         flags = hdr.flags | (g.FG_FLAG_CONGESTED if self.stamp_congested else 0)
         ack = RateHeader(
-            kind=g.FG_KIND_ACK,
+            kind=g.FG_KIND_XCP_ACK if xcp else g.FG_KIND_ACK,
             flags=flags,
             seq=hdr.seq,
             ack=u32(flow.next_expected),
@@ -205,7 +215,7 @@ class ReceiverCore:
             rate_kbps=rate,
         )
         self.stats.acks += 1
-        return SendAt(now_us + self.ack_delay_us, ack.pack(), peer)
+        return SendAt(now_us + self.ack_delay_us, ack.pack() + xcp, peer)
 
     def _on_probe(self, hdr: RateHeader, now_us: int, peer: Hashable) -> SendAt:
         host = self.host_of(peer)

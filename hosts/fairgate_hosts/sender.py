@@ -12,6 +12,11 @@ Modes (``SenderConfig.mode``):
 - ``lestas``: per-ack first-order window filter towards granted rate x sRTT, gain 0.1 when
   the ack carries the congestion flag and the window would grow, 1 otherwise, window >= 1
   packet; paced at window / sRTT (Lestas et al.).
+- ``xcp``: XCP (Katabi et al. 2002): a window in bytes, ``cwnd = max(cwnd + H_feedback, s)``
+  on every ack, ack-clocked and paced at ``xcp_pace_factor x cwnd / sRTT``; data packets are
+  kind XCP_DATA with the XCP header (H_cwnd, H_feedback = the demand, the precomputed
+  log2 terms) after the rate header; a loss halves the window (once per sRTT), a timeout
+  takes it to one packet.
 - ``fixed``: constant rate (``fixed_rate_kbps``).
 - ``cm``: a rate callback (e.g. the Congestion Manager) decides the rate.
 
@@ -34,12 +39,23 @@ from fairgate_hosts.pacer import Pacer
 from fairgate_hosts.rtt import RttEstimator
 from fairgate_hosts.wire import FRAME_OVERHEAD, RATE_UNLIMITED, u32, unwrap
 from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
+from fairgate_p4.header import (
+    _XCP_PACKER,
+    HEADER_BYTES,
+    XCP_HEADER_BYTES,
+    HeaderError,
+    RateHeader,
+)
+from fairgate_p4.xcp_math import LG_NONE, sender_terms
+
+FEEDBACK_MAX = g.FG_XCP_FEEDBACK_UNLIMITED
+KIND_XCP_DATA, KIND_XCP_ACK = g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK
 
 
 class Mode(enum.StrEnum):
     QFCP = "qfcp"
     LESTAS = "lestas"
+    XCP = "xcp"
     FIXED = "fixed"
     CM = "cm"
 
@@ -72,10 +88,11 @@ class SenderConfig:
     lestas_gain_congested: float = 0.1
     cm_window_factor: float = 2.0
     pacer_max_lag_us: float = 20_000.0
+    xcp_pace_factor: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.packet_bytes < HEADER_BYTES or self.packet_bytes > 65507:
-            raise ValueError(f"packet_bytes must be in [{HEADER_BYTES}, 65507]")
+        if self.packet_bytes < self.header_bytes or self.packet_bytes > 65507:
+            raise ValueError(f"packet_bytes must be in [{self.header_bytes}, 65507]")
         if (self.flow_bytes is None) == (self.duration_us is None):
             raise ValueError("give exactly one of flow_bytes and duration_us")
         if self.flow_bytes is not None and self.flow_bytes <= 0:
@@ -91,8 +108,13 @@ class SenderConfig:
             raise ValueError("dupthresh, init_cwnd >= 1 and log_interval_us > 0 required")
 
     @property
+    def header_bytes(self) -> int:
+        """Headers before the data: the rate header, and XCP's after it in mode xcp."""
+        return HEADER_BYTES + (XCP_HEADER_BYTES if self.mode is Mode.XCP else 0)
+
+    @property
     def data_per_packet(self) -> int:
-        return self.packet_bytes - HEADER_BYTES
+        return self.packet_bytes - self.header_bytes
 
     @property
     def frame_bytes(self) -> int:
@@ -192,6 +214,9 @@ class SenderCore:
     _iv_sent_bytes: int = 0
     _records: list[dict[str, Any]] = field(default_factory=list)
     _zero: bytes = b""
+    # mode xcp: the window in bytes (cwnd = cwnd_bytes / frame); None in the other modes
+    cwnd_bytes: float | None = None
+    _xcp_cut_us: int | None = None
 
     def __post_init__(self) -> None:
         cfg = self.cfg
@@ -205,6 +230,8 @@ class SenderCore:
         if cfg.flow_bytes is not None:
             self._total = math.ceil(cfg.flow_bytes / cfg.data_per_packet)
         self._zero = bytes(cfg.packet_bytes)
+        if cfg.mode is Mode.XCP:
+            self.cwnd_bytes = cfg.init_cwnd * cfg.frame_bytes
 
     # ----------------------------------------------------------------- queries
     @property
@@ -285,13 +312,20 @@ class SenderCore:
         except HeaderError:
             self.stats.malformed_acks += 1
             return
-        if hdr.kind != g.FG_KIND_ACK:
+        xcp = self.cfg.mode is Mode.XCP
+        if hdr.kind != (KIND_XCP_ACK if xcp else g.FG_KIND_ACK):
             self.stats.ignored_packets += 1
             return
+        feedback: int | None = None
+        if xcp:
+            if len(buf) < HEADER_BYTES + XCP_HEADER_BYTES:
+                self.stats.malformed_acks += 1
+                return
+            feedback = _XCP_PACKER.unpack_from(buf, HEADER_BYTES)[1]
         if self.start_us is None or self.outcome is not None:
             self.stats.ignored_packets += 1
             return
-        self._on_ack(hdr, now_us)
+        self._on_ack(hdr, now_us, feedback)
 
     # ----------------------------------------------------------------- internals
     def _clamp(self, kbps: float) -> float:
@@ -338,7 +372,7 @@ class SenderCore:
             self._next_seq += 1
         size = cfg.packet_bytes
         if self._total is not None and seq == self._total - 1 and cfg.flow_bytes is not None:
-            size = HEADER_BYTES + (cfg.flow_bytes - seq * cfg.data_per_packet)
+            size = cfg.header_bytes + (cfg.flow_bytes - seq * cfg.data_per_packet)
         order = self._tx_order
         self._tx_order += 1
         tx = self._out.get(seq)
@@ -348,8 +382,9 @@ class SenderCore:
             tx.sent_us, tx.order = now_us, order
         self._order_q.append((order, seq))
         srtt = self.rtt.srtt_us
+        xcp = cfg.mode is Mode.XCP
         hdr = RateHeader(
-            kind=g.FG_KIND_DATA,
+            kind=KIND_XCP_DATA if xcp else g.FG_KIND_DATA,
             seq=u32(seq),
             ack=0,
             ts_us=u32(now_us),
@@ -359,6 +394,8 @@ class SenderCore:
         buf = bytearray(self._zero[:size])
         hdr.pack_into(buf, 0)
         frame = size + cfg.frame_overhead
+        if xcp:
+            self._pack_xcp(buf, frame, srtt)
         self._pacer.on_sent(frame, now_us)
         self.stats.sent_packets += 1
         self.stats.sent_bytes += frame
@@ -367,7 +404,47 @@ class SenderCore:
             self.stats.retransmissions += 1
         return Transmit(bytes(buf), seq, retx)
 
-    def _on_ack(self, hdr: RateHeader, now_us: int) -> None:
+    def _pack_xcp(self, buf: bytearray, frame: int, srtt_us: float | None) -> None:
+        """The XCP header: H_cwnd, H_feedback = the demand, the log2 terms of this packet."""
+        cfg = self.cfg
+        held = self.cwnd_bytes or 0.0
+        cwnd = max(1, int(held))
+        demand = FEEDBACK_MAX
+        if cfg.desired_rate_kbps != RATE_UNLIMITED and srtt_us is not None:
+            want = kbps_to_Bps(cfg.desired_rate_kbps) * srtt_us / 1e6 - held
+            demand = max(-FEEDBACK_MAX, min(FEEDBACK_MAX, int(want)))
+        if srtt_us is None:  # H_rtt = 0: no RTT yet, the switches give no feedback
+            lg_pos = lg_neg = LG_NONE
+        else:
+            lg_pos, lg_neg = sender_terms(srtt_us / 1e6, frame, cwnd)
+        _XCP_PACKER.pack_into(buf, HEADER_BYTES, min(cwnd, 0xFFFFFFFF), demand, lg_pos, lg_neg)
+
+    def _on_xcp_ack(self, feedback: int, had_rtt: bool, now_us: int, lost: int) -> None:
+        """cwnd = max(cwnd + H_feedback, s) per acked packet; loss halves it once per sRTT.
+        An unstamped H_feedback (the "no limit" demand came back) changes nothing when the
+        packet carried no RTT (switches leave those alone: a new flow waits for its first
+        feedback, as in XCP), and grows the window by one packet, as slow start, when it
+        did (no XCP switch on the path, or none configured yet)."""
+        cfg = self.cfg
+        frame = cfg.frame_bytes
+        srtt = self.rtt.srtt_us or float(cfg.init_rtt_us)
+        if feedback == FEEDBACK_MAX:
+            feedback = frame if had_rtt else 0
+        w = max((self.cwnd_bytes or 0.0) + feedback, float(frame))
+        if lost and (self._xcp_cut_us is None or now_us - self._xcp_cut_us >= srtt):
+            self._xcp_cut_us = now_us
+            w = max(float(frame), w / 2)
+        self._set_xcp_window(w, srtt)
+
+    def _set_xcp_window(self, w: float, srtt_us: float) -> None:
+        cfg = self.cfg
+        frame = cfg.frame_bytes
+        cwnd_bytes = min(cfg.max_cwnd * frame, max(float(frame), w))
+        self.cwnd_bytes = cwnd_bytes
+        self.cwnd = cwnd_bytes / frame
+        self._apply_rate(cfg.xcp_pace_factor * cwnd_bytes * 1e6 / srtt_us)
+
+    def _on_ack(self, hdr: RateHeader, now_us: int, feedback: int | None = None) -> None:
         self.stats.acks += 1
         cum = unwrap(hdr.ack, self._una)
         seq = unwrap(hdr.seq, self._una)
@@ -405,6 +482,11 @@ class SenderCore:
         else:
             self.stats.rtt_rejected += 1
         lost = self._detect_gap_losses()
+        if feedback is not None:
+            if seq in newly:  # this packet's own feedback, once
+                self._on_xcp_ack(feedback, hdr.rtt_us != 0, now_us, lost)
+            self._last_fb_sent_us = sent_us
+            return
         fresh = rtt_sample is not None and (
             self._last_fb_sent_us is None or sent_us >= self._last_fb_sent_us
         )
@@ -509,6 +591,8 @@ class SenderCore:
         self.stats.timeouts += 1
         self.rtt.on_timeout()
         self._pacer.reset()
+        if self.cfg.mode is Mode.XCP:
+            self._set_xcp_window(0.0, self.rtt.srtt_us or float(self.cfg.init_rtt_us))
         if self.cfg.mode is Mode.CM:
             self._callback(Feedback(now_us, 0, None, n, True, None, False))
 

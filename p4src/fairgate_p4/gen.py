@@ -136,11 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         if current != text:
             print(f"{OUTPUT} is stale: run `make build` or `python -m fairgate_p4.gen`")
             return 1
-        return wireshark.write_or_check(check=True)
+        from fairgate_p4 import xcp_math  # XCP's constant table (include/xcp_pow2.p4)
+
+        return wireshark.write_or_check(check=True) or xcp_math.write_or_check(check=True)
     if current != text:
         OUTPUT.write_text(text)
         print(f"wrote {OUTPUT}")
-    return wireshark.write_or_check(check=False)
+    from fairgate_p4 import xcp_math  # imported once generated.py is current
+
+    return wireshark.write_or_check(check=False) or xcp_math.write_or_check(check=False)
 
 
 if __name__ == "__main__":

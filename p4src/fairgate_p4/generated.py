@@ -20,7 +20,9 @@ FG_KIND_PROBE = 3
 FG_KIND_PROBE_ACK = 4
 FG_KIND_RD_FORWARD = 5
 FG_KIND_RD_BACKWARD = 6
-FG_KIND_MAX = 6
+FG_KIND_XCP_DATA = 7
+FG_KIND_XCP_ACK = 8
+FG_KIND_MAX = 8
 FG_FLAG_CONGESTED = 0x01
 FG_RATE_UNLIMITED = 0xffffffff
 FG_ETH_HEADER_BYTES = 14
@@ -65,6 +67,16 @@ FG_CORE_APR_UNKNOWN = 2
 FG_CORE_ER_LOWERED = 3
 FG_CORE_ER_KEPT = 4
 FG_CORE_MAPR_UNKNOWN = 5
+FG_XCP_HEADER_BYTES = 12
+FG_XCP_FEEDBACK_UNLIMITED = 0x7fffffff
+FG_XCP_LG_FRAC_BITS = 8
+FG_XCP_LG_ONE = 256
+FG_XCP_LG_NONE = 0x8000
+FG_XCP_MANTISSA_BITS = 15
+FG_XCP_SATURATE_EXP = 31
+FG_XCP_HIST_BUCKETS = 64
+FG_XCP_HIST_BUCKET_BITS = 6
+FG_XCP_HIST_ENTRIES = 1024
 FG_METER_GREEN = 0
 FG_METER_YELLOW = 1
 FG_METER_RED = 2
@@ -91,6 +103,7 @@ FG_ANOMALY_IPV4_LEN_OVER_FRAME = 19
 FG_ANOMALY_TCP_BAD_OFFSET = 20
 FG_ANOMALY_UDP_BAD_LENGTH = 21
 FG_ANOMALY_TRAILING_BYTES = 22
+FG_ANOMALY_FG_XCP_TRUNCATED = 23
 FG_ANOMALY_ENTRIES = 32
 
 # header type -> ((field, bit width), ...) in wire order; a negative width
@@ -155,6 +168,12 @@ HEADER_LAYOUTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("flow_key", 32),
         ("apr_kbps", 32),
     ),
+    "fg_xcp_t": (
+        ("cwnd_bytes", 32),
+        ("feedback", 32),
+        ("lg_pos", 16),
+        ("lg_neg", 16),
+    ),
 }
 
 # P4Runtime names (tables, actions, counters, meters) of fairgate.p4.
@@ -166,10 +185,14 @@ ACTION_NOACTION = "NoAction"
 ACTION_REWRITE_WINDOW = "rewrite_window"
 ACTION_SET_DPF = "set_dpf"
 ACTION_SET_EDGE_PORT = "set_edge_port"
+ACTION_SET_NEG_MANTISSA = "set_neg_mantissa"
 ACTION_SET_PORT_FEEDBACK = "set_port_feedback"
+ACTION_SET_POS_MANTISSA = "set_pos_mantissa"
 ACTION_SET_QUEUE_BUCKET = "set_queue_bucket"
 ACTION_SET_RTT_BUCKET = "set_rtt_bucket"
 ACTION_SET_SOURCE_PORT = "set_source_port"
+ACTION_SET_XCP_BUCKET = "set_xcp_bucket"
+ACTION_SET_XCP_FACTORS = "set_xcp_factors"
 ACTION_TURN_RD = "turn_rd"
 COUNTER_FICCRD_CORE_EVENTS = "ficcrd_core_events"
 COUNTER_FICCRD_EDGE_EVENTS = "ficcrd_edge_events"
@@ -179,6 +202,7 @@ COUNTER_PORT_DEPARTURES = "port_departures"
 COUNTER_QUEUE_DEPTH_HIST = "queue_depth_hist"
 COUNTER_RTT_HIST = "rtt_hist"
 COUNTER_SESSION_EVENTS = "session_events"
+COUNTER_XCP_RATIO_HIST = "xcp_ratio_hist"
 METER_SYN_METER = "syn_meter"
 TABLE_ADMISSION_PORTS = "admission_ports"
 TABLE_FICCRD_DPF = "ficcrd_dpf"
@@ -188,3 +212,7 @@ TABLE_IPV4_ROUTES = "ipv4_routes"
 TABLE_PORT_FEEDBACK = "port_feedback"
 TABLE_QUEUE_BUCKETS = "queue_buckets"
 TABLE_RTT_BUCKETS = "rtt_buckets"
+TABLE_XCP_FACTORS = "xcp_factors"
+TABLE_XCP_NEG_MANTISSAS = "xcp_neg_mantissas"
+TABLE_XCP_POS_MANTISSAS = "xcp_pos_mantissas"
+TABLE_XCP_RATIO_BUCKETS = "xcp_ratio_buckets"

@@ -42,7 +42,10 @@ KIND_NAMES = {
     g.FG_KIND_PROBE_ACK: "probe-ack",
     g.FG_KIND_RD_FORWARD: "rd-forward",
     g.FG_KIND_RD_BACKWARD: "rd-backward",
+    g.FG_KIND_XCP_DATA: "xcp-data",
+    g.FG_KIND_XCP_ACK: "xcp-ack",
 }
+XCP_KINDS = frozenset({g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK})
 
 
 class HeaderError(ValueError):
@@ -101,3 +104,51 @@ def kbps_to_Bps(kbps: int) -> float:
 def Bps_to_kbps(bytes_per_s: float) -> int:
     """Bytes per second to the rate field (kbit/s), clamped to 1 .. 2^32-2."""
     return max(1, min(g.FG_RATE_UNLIMITED - 1, int(bytes_per_s * 8.0 / 1000.0)))
+
+
+def _xcp_layout() -> struct.Struct:
+    fields = g.HEADER_LAYOUTS["fg_xcp_t"]
+    expected = (("cwnd_bytes", 32), ("feedback", 32), ("lg_pos", 16), ("lg_neg", 16))
+    if tuple(fields) != expected:
+        raise RuntimeError(f"fg_xcp_t is {fields}; the XCP codec expects {expected}")
+    packer = struct.Struct("!Iihh")  # feedback and the logarithms are signed
+    if packer.size != g.FG_XCP_HEADER_BYTES:
+        raise RuntimeError(
+            f"fg_xcp_t packs to {packer.size} bytes but FG_XCP_HEADER_BYTES is "
+            f"{g.FG_XCP_HEADER_BYTES}"
+        )
+    return packer
+
+
+_XCP_PACKER = _xcp_layout()
+XCP_HEADER_BYTES = _XCP_PACKER.size
+
+
+@dataclass(slots=True)
+class XcpHeader:
+    """XCP's congestion header (``fg_xcp_t``) after the rate header on XCP kinds.
+
+    ``feedback``, ``lg_pos`` and ``lg_neg`` are signed here and two's complement
+    on the wire; ``fairgate_p4.xcp_math`` computes the logarithms.
+    """
+
+    cwnd_bytes: int = 0
+    feedback: int = g.FG_XCP_FEEDBACK_UNLIMITED
+    lg_pos: int = 0
+    lg_neg: int = 0
+
+    def pack(self) -> bytes:
+        """Wire bytes; raises struct.error if a field does not fit its width."""
+        return _XCP_PACKER.pack(self.cwnd_bytes, self.feedback, self.lg_pos, self.lg_neg)
+
+    def pack_into(self, buf: bytearray | memoryview, offset: int = 0) -> None:
+        _XCP_PACKER.pack_into(buf, offset, self.cwnd_bytes, self.feedback, self.lg_pos, self.lg_neg)
+
+    @classmethod
+    def unpack(cls, buf: bytes | bytearray | memoryview, offset: int = 0) -> XcpHeader:
+        """Decode the XCP header at ``offset`` (HeaderError when ``buf`` is too short)."""
+        if len(buf) - offset < XCP_HEADER_BYTES:
+            raise HeaderError(
+                f"XCP header needs {XCP_HEADER_BYTES} bytes, got {max(0, len(buf) - offset)}"
+            )
+        return cls(*_XCP_PACKER.unpack_from(buf, offset))

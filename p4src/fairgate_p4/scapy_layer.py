@@ -3,7 +3,16 @@ send path). Built from the generated layout and bound to FG_UDP_PORT."""
 
 from __future__ import annotations
 
-from scapy.fields import ByteEnumField, ByteField, Field, IntField, ShortField, XByteField
+from scapy.fields import (
+    ByteEnumField,
+    ByteField,
+    Field,
+    IntField,
+    ShortField,
+    SignedIntField,
+    SignedShortField,
+    XByteField,
+)
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
@@ -37,7 +46,22 @@ class FgRd(Packet):
     fields_desc = [_BY_WIDTH[width](name, 0) for name, width in g.HEADER_LAYOUTS["fg_rd_t"]]
 
 
+class FgXcp(Packet):
+    """XCP's congestion header (fg_xcp_t), after FgRate on XCP kinds; feedback and
+    the Q8.8 logarithms are signed."""
+
+    name = "FairGateXCP"
+    fields_desc = [
+        (SignedIntField if width == 32 else SignedShortField)(name, 0)
+        if name in ("feedback", "lg_pos", "lg_neg")
+        else _BY_WIDTH[width](name, 0)
+        for name, width in g.HEADER_LAYOUTS["fg_xcp_t"]
+    ]
+
+
 bind_layers(UDP, FgRate, dport=g.FG_UDP_PORT)
 bind_layers(UDP, FgRate, sport=g.FG_UDP_PORT)
 bind_layers(FgRate, FgRd, kind=g.FG_KIND_RD_FORWARD)
 bind_layers(FgRate, FgRd, kind=g.FG_KIND_RD_BACKWARD)
+bind_layers(FgRate, FgXcp, kind=g.FG_KIND_XCP_DATA)
+bind_layers(FgRate, FgXcp, kind=g.FG_KIND_XCP_ACK)

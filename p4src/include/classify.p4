@@ -24,6 +24,8 @@
  *   data with rate all-ones          -> stamped as usual, FG_ANOMALY_FG_RATE_UNLIMITED
  *   RD kind without room for fg_rd_t
  *   in the UDP length                -> forwarded unchanged, FG_ANOMALY_FG_RD_TRUNCATED
+ *   XCP kind without room for
+ *   fg_xcp_t in the UDP length       -> forwarded unchanged, FG_ANOMALY_FG_XCP_TRUNCATED
  * A drop reason always wins; among informational reasons the later check wins.
  * The parser already refused to read past the IPv4 total length and the UDP
  * length (parser.p4), so a valid fg header lies inside both.
@@ -95,6 +97,9 @@ control L4Classify(inout headers_t hdr,
             } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
                        && !hdr.fg_rd.isValid()) {
                 note(FG_ANOMALY_FG_RD_TRUNCATED);
+            } else if ((hdr.fg.kind == FG_KIND_XCP_DATA || hdr.fg.kind == FG_KIND_XCP_ACK)
+                       && !hdr.fg_xcp.isValid()) {
+                note(FG_ANOMALY_FG_XCP_TRUNCATED);
             } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
                 /* noted above (a rate-header frame is always longer than
                  * FG_ETH_MIN_FRAME_BYTES) and not overwritten since: nothing

@@ -31,7 +31,9 @@
 #define FG_KIND_PROBE_ACK 4
 #define FG_KIND_RD_FORWARD 5
 #define FG_KIND_RD_BACKWARD 6
-#define FG_KIND_MAX 6
+#define FG_KIND_XCP_DATA 7
+#define FG_KIND_XCP_ACK 8
+#define FG_KIND_MAX 8
 /* flags byte */
 #define FG_FLAG_CONGESTED 0x01
 /* Rate field: kbit/s. All-ones asks for "as fast as the network allows". */
@@ -102,6 +104,27 @@
 #define FG_CORE_ER_KEPT 4
 #define FG_CORE_MAPR_UNKNOWN 5
 
+/* ---- XCP (see xcp.p4, docs/rate-header.md "XCP" and docs/data-plane.md "XCP") ---- */
+/* Size of fg_xcp_t, the XCP congestion header that follows fg_rate_t on XCP kinds. */
+#define FG_XCP_HEADER_BYTES 12
+/* H_feedback a sender puts when it asks for no limit (largest positive int32). */
+#define FG_XCP_FEEDBACK_UNLIMITED 0x7fffffff
+/* Logarithms (lg_pos, lg_neg, lg_xi_p, lg_xi_n) are signed Q8.8 log2: FG_XCP_LG_ONE = 1.0. */
+#define FG_XCP_LG_FRAC_BITS 8
+#define FG_XCP_LG_ONE 256
+/* The 16-bit pattern 0x8000 (-32768) in any of them means "no such term": that term is 0. */
+#define FG_XCP_LG_NONE 0x8000
+/* 2^(f/256) for the fraction f of an exponent: mantissa in Q1.15 (xcp_pow2.p4, generated). */
+#define FG_XCP_MANTISSA_BITS 15
+/* A term of 2^31 bytes or more saturates at FG_XCP_FEEDBACK_UNLIMITED. */
+#define FG_XCP_SATURATE_EXP 31
+/* Histogram of log2(rtt/cwnd) (xcp_ratio_hist, packets and bytes): FG_XCP_HIST_BUCKETS per
+ * port, index = port << FG_XCP_HIST_BUCKET_BITS | bucket; the controller installs the
+ * bucket bounds (xcp_ratio_buckets), the last bucket takes everything above them. */
+#define FG_XCP_HIST_BUCKETS 64
+#define FG_XCP_HIST_BUCKET_BITS 6
+#define FG_XCP_HIST_ENTRIES 1024
+
 /* ---- Meter colours (v1model) ---- */
 #define FG_METER_GREEN 0
 #define FG_METER_YELLOW 1
@@ -143,6 +166,8 @@
  * rate header in such a frame is never stamped. Frames of at most
  * FG_ETH_MIN_FRAME_BYTES (Ethernet padding) are not counted. */
 #define FG_ANOMALY_TRAILING_BYTES 22
+/* Forwarded unchanged, never stamped: an XCP kind without room for fg_xcp_t in the UDP length (xcp.p4) */
+#define FG_ANOMALY_FG_XCP_TRUNCATED 23
 #define FG_ANOMALY_ENTRIES 32
 
 #endif

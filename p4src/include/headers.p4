@@ -107,6 +107,28 @@ header fg_rd_t {
     bit<32> apr_kbps;
 }
 
+/*
+ * XCP congestion header (Katabi, Handley, Rohrs 2002): FG_XCP_HEADER_BYTES
+ * (12) bytes right after fg_rate_t when kind is FG_KIND_XCP_DATA or
+ * FG_KIND_XCP_ACK. H_rtt is fg_rate_t.rtt_us (0 = unknown). Network byte order.
+ *
+ *   cwnd_bytes  H_cwnd: the sender's congestion window, bytes
+ *   feedback    H_feedback: signed (two's complement) bytes of window change.
+ *               The sender puts its demand (FG_XCP_FEEDBACK_UNLIMITED = no
+ *               limit); every switch min-stamps it (signed) on XCP data at
+ *               the egress port; the receiver echoes it in its XCP ack;
+ *               switches leave acks alone.
+ *   lg_pos      signed Q8.8 log2(rtt_s^2 * s_bytes / cwnd_bytes), sender-computed
+ *   lg_neg      signed Q8.8 log2(rtt_s * s_bytes), sender-computed
+ *               (FG_XCP_LG_NONE in either: that term is 0)
+ */
+header fg_xcp_t {
+    bit<32> cwnd_bytes;
+    bit<32> feedback;
+    bit<16> lg_pos;
+    bit<16> lg_neg;
+}
+
 struct headers_t {
     ethernet_t     ethernet;
     ipv4_t         ipv4;
@@ -116,6 +138,7 @@ struct headers_t {
     udp_t          udp;
     fg_rate_t      fg;
     fg_rd_t        fg_rd;
+    fg_xcp_t       fg_xcp;
 }
 
 struct metadata_t {
@@ -166,6 +189,8 @@ struct metadata_t {
     bit<16> fc_dpf;
     bit<1>  fc_above_q0;
     bit<32> fc_queue_depth;
+    /* XCP (xcp.p4): bucket of log2(rtt/cwnd) chosen by xcp_ratio_buckets. */
+    bit<8>  xcp_bucket;
 }
 
 #endif

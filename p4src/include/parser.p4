@@ -16,7 +16,8 @@
  *    segment, classify.p4), so a bogus option length runs past neither;
  *  - UDP: the rate header (to or from FG_UDP_PORT) is extracted only when the
  *    UDP length is the IPv4 payload length and holds the header; RD kinds
- *    carry fg_rd_t after it, extracted only when the UDP length holds it too.
+ *    carry fg_rd_t after it, and XCP kinds fg_xcp_t, each extracted only when
+ *    the UDP length holds it too.
  *    Otherwise the bytes stay payload.
  * The parser only decides what to extract; ingress works out the reason from
  * the header fields (sanity.p4, classify.p4), including the frame length
@@ -190,8 +191,17 @@ parser FgParser(packet_in pkt,
             (FG_KIND_RD_BACKWARD, 0 .. 8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1): accept;
             (FG_KIND_RD_FORWARD, _): parse_fg_rd;
             (FG_KIND_RD_BACKWARD, _): parse_fg_rd;
+            (FG_KIND_XCP_DATA, 0 .. 8 + FG_HEADER_BYTES + FG_XCP_HEADER_BYTES - 1): accept;
+            (FG_KIND_XCP_ACK, 0 .. 8 + FG_HEADER_BYTES + FG_XCP_HEADER_BYTES - 1): accept;
+            (FG_KIND_XCP_DATA, _): parse_fg_xcp;
+            (FG_KIND_XCP_ACK, _): parse_fg_xcp;
             default: accept;
         }
+    }
+
+    state parse_fg_xcp {
+        pkt.extract(hdr.fg_xcp);
+        transition accept;
     }
 
     state parse_fg_rd {
@@ -238,6 +248,7 @@ control FgDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.udp);
         pkt.emit(hdr.fg);
         pkt.emit(hdr.fg_rd);
+        pkt.emit(hdr.fg_xcp);
     }
 }
 

@@ -9,8 +9,8 @@
  *                          packets that found the egress queue of `port` in
  *                          depth bucket b (enq_qdepth, packets)
  *   rtt_hist[port << 5 | b]
- *                          data packets through `port` whose rate header
- *                          carried an RTT in bucket b (rtt_us, 0 = not counted)
+ *                          data packets (rate or XCP) through `port` whose rate
+ *                          header carried an RTT in bucket b (rtt_us, 0 = not counted)
  *
  * Bucket bounds are not baked into the switch: the controller installs them
  * as range entries in queue_buckets and rtt_buckets (a TCAM range table on
@@ -83,7 +83,8 @@ control DepartureTelemetry(in headers_t hdr,
         port_departures.count((bit<32>)standard_metadata.egress_port);
         queue_buckets.apply();
         queue_depth_hist.count(port_base | ((bit<32>)meta.queue_bucket & (FG_HIST_BUCKETS - 1)));
-        if (meta.fg_stampable == 1 && hdr.fg.kind == FG_KIND_DATA && hdr.fg.rtt_us != 0) {
+        if (meta.fg_stampable == 1 && hdr.fg.rtt_us != 0
+            && (hdr.fg.kind == FG_KIND_DATA || hdr.fg.kind == FG_KIND_XCP_DATA)) {
             rtt_buckets.apply();
             rtt_hist.count(port_base | ((bit<32>)meta.rtt_bucket & (FG_HIST_BUCKETS - 1)));
         }

@@ -9,7 +9,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from fairgate_p4 import generated as g
-from fairgate_p4.scapy_layer import FgRate
+from fairgate_p4.scapy_layer import FgRate, FgXcp
 
 HOST_MAC = "00:00:00:00:00:01"
 SWITCH_MAC = "02:fa:00:00:00:01"
@@ -47,6 +47,29 @@ def fg(
     )
 
 
+def xcp(
+    feedback: int = g.FG_XCP_FEEDBACK_UNLIMITED,
+    lg_pos: int = 0,
+    lg_neg: int = 0,
+    cwnd_bytes: int = 15_000,
+    kind: int = g.FG_KIND_XCP_DATA,
+    rtt_us: int = 50_000,
+    payload: bytes = b"x" * 64,
+    to_receiver: bool = True,
+    **fields: Any,
+) -> Packet:
+    """An XCP datagram: rate header (kind XCP data or ack) + fg_xcp_t; feedback and
+    the Q8.8 logarithms are signed."""
+    sport, dport = (40000, g.FG_UDP_PORT) if to_receiver else (g.FG_UDP_PORT, 40000)
+    return (
+        ipv4(**fields.pop("ip", {}))
+        / UDP(sport=sport, dport=dport)
+        / FgRate(kind=kind, rtt_us=rtt_us, **fields)
+        / FgXcp(cwnd_bytes=cwnd_bytes, feedback=feedback, lg_pos=lg_pos, lg_neg=lg_neg)
+        / Raw(payload)
+    )
+
+
 def routed(
     pkt: Packet,
     src_mac: str = SWITCH_MAC,
@@ -65,7 +88,8 @@ def routed(
     del out[IP].chksum
     if fg_fields:
         for name, value in fg_fields.items():
-            setattr(out[FgRate], name, value)
+            layer = FgXcp if name in ("feedback", "cwnd_bytes", "lg_pos", "lg_neg") else FgRate
+            setattr(out[layer], name, value)
     if not keep_l4_checksum and UDP in out and out[UDP].chksum != 0:
         del out[UDP].chksum
     return Ether(bytes(out))

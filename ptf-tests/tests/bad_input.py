@@ -67,7 +67,9 @@ class UnknownVersion(BadInputTest):
 
 class UnknownKind(BadInputTest):
     def runTest(self) -> None:
-        pkts = [with_bad_udp_checksum(fg(rate_kbps=50_000, kind=k)) for k in (0, 7, 255)]
+        pkts = [
+            with_bad_udp_checksum(fg(rate_kbps=50_000, kind=k)) for k in (0, g.FG_KIND_MAX + 1, 255)
+        ]
         self.forwarded_unchanged(pkts, g.FG_ANOMALY_FG_BAD_KIND)
 
 

@@ -1,6 +1,6 @@
 """Seeded mutation fuzzing of the packet rules (issue #16).
 
-Valid rate-header, RD (FICCRD), TCP and plain UDP frames are mutated (cut
+Valid rate-header, RD (FICCRD), XCP, TCP and plain UDP frames are mutated (cut
 short, bits flipped, length fields and IHL / data offset edited, option bytes
 scrambled, bytes appended past the IPv4 total length; the IPv4 header checksum
 is usually fixed up so that the frame gets past it) and sent through the
@@ -15,7 +15,9 @@ rate header may be stamped. The test then checks:
   differ, the rate and flag are what the port's feedback asks, and the UDP
   checksum still verifies over exactly the UDP length (its ones' complement
   sum is unchanged, so a checksum that arrived wrong stays wrong) and is
-  never 0 when it was not 0;
+  never 0 when it was not 0; for XCP data only H_feedback and the UDP
+  checksum may differ, H_feedback as fairgate_p4.xcp_math computes it for
+  the port's xcp_factors;
 - the frames come out in order and only those the model forwards;
 - every frame is counted exactly once: port_arrivals + dropped reasons of
   input_anomalies = frames sent, and each reason's count equals the model's.
@@ -37,8 +39,10 @@ from scapy.layers.inet import TCP, UDP, IPOption_NOP, IPOption_RR
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
+from fairgate_controller import entities as ent
 from fairgate_p4 import generated as g
-from fairgate_p4.scapy_layer import FgRate, FgRd
+from fairgate_p4 import xcp_math as xm
+from fairgate_p4.scapy_layer import FgRate, FgRd, FgXcp
 from fg_base import FgTestBase
 from fg_packets import H2_MAC, SWITCH_MAC, fg, ipv4, tcp, udp
 
@@ -49,6 +53,7 @@ INGRESS = 1
 PORT = 2
 FAIR_KBPS = 1_000
 ROUTE = (0x0A000200, 0xFFFFFF00)  # 10.0.2.0/24 -> PORT
+XCP_FACTORS = (xm.encode_factor(2e6), xm.encode_factor(3.0))  # lg_xi_p, lg_xi_n on PORT
 
 DROP_REASONS = {
     g.FG_ANOMALY_NOT_IPV4,
@@ -89,6 +94,7 @@ class Verdict:
     stamp_at: int | None = None  # offset of the rate header when it may be stamped
     rd_at: int | None = None  # offset of a well-formed RD's rate header
     turned: bool = False  # a well-formed forward RD (an edge turns it around)
+    xcp_at: int | None = None  # offset of the rate header of XCP data that may be stamped
 
     def out_port(self, edge: bool) -> int | None:
         """Where the frame leaves: PORT, back out of port 1 (a forward RD
@@ -130,7 +136,7 @@ def model(f: bytes) -> Verdict:
     frag_offset = u16(f, 20) & 0x1FFF
     fragment = frag_offset != 0 or f[20] & 0x20 != 0
     proto, at, l4 = f[23], 14 + hlen, total - hlen
-    tcp_ok = udp_ok = fg_ok = rd_ok = bad_offset = bad_udp_len = False
+    tcp_ok = udp_ok = fg_ok = rd_ok = xcp_ok = bad_offset = bad_udp_len = False
     ulen = 0
     if frag_offset == 0 and proto == g.IP_PROTO_TCP and l4 >= 20:
         tcp_ok = True
@@ -144,6 +150,7 @@ def model(f: bytes) -> Verdict:
     if fg_port and not bad_udp_len and ulen >= 8 + g.FG_HEADER_BYTES:
         fg_ok = True
         rd_ok = ulen >= 8 + g.FG_HEADER_BYTES + g.FG_RD_HEADER_BYTES
+        xcp_ok = ulen >= 8 + g.FG_HEADER_BYTES + g.FG_XCP_HEADER_BYTES
 
     # L4Classify
     trailing = n != total + 14
@@ -177,6 +184,8 @@ def model(f: bytes) -> Verdict:
             reason = g.FG_ANOMALY_FG_RATE_ZERO
         elif kind in (g.FG_KIND_RD_FORWARD, g.FG_KIND_RD_BACKWARD) and not rd_ok:
             reason = g.FG_ANOMALY_FG_RD_TRUNCATED
+        elif kind in (g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK) and not xcp_ok:
+            reason = g.FG_ANOMALY_FG_XCP_TRUNCATED
         elif trailing:
             reason = g.FG_ANOMALY_TRAILING_BYTES
         elif kind == g.FG_KIND_DATA:
@@ -185,6 +194,8 @@ def model(f: bytes) -> Verdict:
                 reason = g.FG_ANOMALY_FG_RATE_UNLIMITED
         elif kind in (g.FG_KIND_RD_FORWARD, g.FG_KIND_RD_BACKWARD):
             return Verdict(True, reason, rd_at=h, turned=kind == g.FG_KIND_RD_FORWARD)
+        elif kind == g.FG_KIND_XCP_DATA and int.from_bytes(f[h + 20 : h + 24], "big") != 0:
+            return Verdict(True, reason, xcp_at=h)
     return Verdict(True, reason, stamp_at)
 
 
@@ -218,6 +229,22 @@ def base_frames() -> list[bytes]:
         / FgRate(kind=g.FG_KIND_RD_FORWARD, rate_kbps=g.FG_RATE_UNLIMITED, ts_us=77)
         / FgRd(flow_key=0x12345678, apr_kbps=3_000)
     )
+    lg_pos, lg_neg = xm.sender_terms(0.05, 200, 15_000)
+    xcp_data = (
+        ipv4()
+        / UDP(sport=40000, dport=g.FG_UDP_PORT)
+        / FgRate(kind=g.FG_KIND_XCP_DATA, rtt_us=50_000)
+        / FgXcp(
+            cwnd_bytes=15_000, feedback=g.FG_XCP_FEEDBACK_UNLIMITED, lg_pos=lg_pos, lg_neg=lg_neg
+        )
+        / Raw(b"q" * 64)
+    )
+    xcp_low = Ether(bytes(xcp_data))
+    xcp_low[FgXcp].feedback = -5_000  # below any feedback: never stamped
+    xcp_ack = Ether(bytes(xcp_data))
+    xcp_ack[FgRate].kind = g.FG_KIND_XCP_ACK
+    for p in (xcp_low, xcp_ack):
+        del p[UDP].chksum
     rd_back = Ether(bytes(rd_fwd))
     rd_back[FgRate].kind = g.FG_KIND_RD_BACKWARD
     del rd_back[UDP].chksum
@@ -232,6 +259,9 @@ def base_frames() -> list[bytes]:
         fg(rate_kbps=9_000, kind=g.FG_KIND_PROBE),
         rd_fwd,
         rd_back,
+        xcp_data,
+        xcp_low,
+        xcp_ack,
         ipv4() / TCP(sport=40000, dport=80, flags="S", options=[*syn_opts, ("WScale", 7)]),
         ipv4() / TCP(sport=80, dport=40000, flags="SA", options=[("WScale", 14), ("EOL", None)]),
         ipv4() / TCP(sport=40000, dport=80, flags="A", window=65535) / Raw(b"d" * 100),
@@ -320,7 +350,7 @@ def mutate(rnd: random.Random, base: bytes) -> tuple[bytes, str]:
             f += extra
         elif op == "fg" and len(f) >= l4 + 8 + 4:
             h = l4 + 8
-            f[h + rnd.randrange(2)] = rnd.choice((0, 1, 2, 5, 6, 7, 0xFF))
+            f[h + rnd.randrange(2)] = rnd.choice((0, 1, 2, 5, 6, 7, 8, 9, 0xFF))
     if rnd.random() < 0.8:
         fix_ipv4_checksum(f)
         done.append("ipsum")
@@ -338,6 +368,7 @@ class MutationFuzz(FgTestBase):
         super().setUp()
         self.add_route("10.0.2.0/24", PORT, SWITCH_MAC, H2_MAC)
         self.set_feedback(PORT, FAIR_KBPS, congested=True)
+        self.insert(ent.xcp_factors_entry(PORT, *XCP_FACTORS))
         if self.edge:
             self.insert(
                 fy.P4TableEntry(
@@ -372,6 +403,16 @@ class MutationFuzz(FgTestBase):
             rate = int.from_bytes(frame[h + 24 : h + 28], "big")
             want[h + 2] |= g.FG_FLAG_CONGESTED
             want[h + 24 : h + 28] = min(rate, FAIR_KBPS).to_bytes(4, "big")
+        elif verdict.xcp_at is not None:
+            x = verdict.xcp_at + g.FG_HEADER_BYTES
+            old = int.from_bytes(frame[x + 4 : x + 8], "big", signed=True)
+            lg_pos = int.from_bytes(frame[x + 8 : x + 10], "big", signed=True)
+            lg_neg = int.from_bytes(frame[x + 10 : x + 12], "big", signed=True)
+            new = xm.stamp(xm.to_u32(old), xm.switch_feedback(lg_pos, lg_neg, *XCP_FACTORS))
+            if new == old:
+                self.assertEqual(out, bytes(want), f"XCP rewritten although not lower: {context}")
+                return
+            want[x + 4 : x + 8] = xm.to_u32(new).to_bytes(4, "big")
         elif self.edge and verdict.turned and verdict.rd_at is not None:
             # back to the sender's MAC, addresses and ports swapped, kind backward
             udp_at = verdict.rd_at - 8
@@ -412,10 +453,12 @@ class MutationFuzz(FgTestBase):
             g.FG_ANOMALY_TRAILING_BYTES,
             g.FG_ANOMALY_FG_TRUNCATED,
             g.FG_ANOMALY_FG_RD_TRUNCATED,
+            g.FG_ANOMALY_FG_XCP_TRUNCATED,
             g.FG_ANOMALY_L4_TRUNCATED,
         ):
             self.assertGreaterEqual(reasons[reason], 10, f"corpus too thin for reason {reason}")
         self.assertGreaterEqual(sum(v.stamp_at is not None for v in verdicts), 50)
+        self.assertGreaterEqual(sum(v.xcp_at is not None for v in verdicts), 50)
         self.assertGreaterEqual(sum(v.turned for v in verdicts), 20)
         self.assertGreaterEqual(sum(v.rd_at is not None and not v.turned for v in verdicts), 20)
 
@@ -459,7 +502,8 @@ class MutationFuzz(FgTestBase):
         print(
             f"\nfuzz: seed {self.seed}, {len(frames)} frames ({len(bases)} valid bases), "
             f"FICCRD edge {'on' if self.edge else 'off'}: "
-            f"{sum(p is not None for p in ports)} out, {rewritten} of them rewritten, "
+            f"{sum(p is not None for p in ports)} out, {rewritten} of them rewritten "
+            f"(+ {sum(v.xcp_at is not None for v in verdicts)} XCP data checked), "
             f"{dropped} dropped, {len(predicted)} reasons, {elapsed:.1f} s through the switch"
         )
 

@@ -9,6 +9,14 @@ entry (from ``agent.feedback``) and the SYN meters it returned. Only the I/O is
 replaced; P4Runtime latency is taken as zero. With ``ControlConfig.ficcrd`` the
 switches get the controller's FICCRD table entries and clone sessions
 (``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
+
+With ``algo = "xcp"`` every switch port also gets its own XCP timer (``_xcp_period``):
+at each expiry the deltas of the port's counters since the last one (arrivals,
+departures, queue-depth, RTT and xcp_ratio histograms, what BMv2 gives) make an
+``XcpSample`` through ``telemetry.xcp_sample``, ``XcpController`` computes xi_p and
+xi_n, their Q8.8 encoding (``xcp_math.encode_factor``) goes into the switch's
+``xcp_factors``, and the next expiry is one average RTT d later (d from the sample, as
+the paper's control interval). Before the first expiry a port holds an idle port's factors.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ from typing import Any
 
 from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
+from fairgate_controller.algorithms import XcpController, XcpSample
 from fairgate_controller.records import Recorder
-from fairgate_controller.telemetry import Snapshot, counter_deltas
+from fairgate_controller.telemetry import Snapshot, counter_deltas, xcp_sample
+from fairgate_p4.xcp_math import encode_factor
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
@@ -46,6 +56,9 @@ class SimController:
     start_s: float = 0.0
     agents: dict[str, SwitchAgent] = field(default_factory=dict)
     _prev: dict[str, tuple[Snapshot, float]] = field(default_factory=dict)
+    xcp: dict[tuple[str, int], XcpController] = field(default_factory=dict)
+    xcp_records: list[dict[str, Any]] = field(default_factory=list)
+    _xcp_prev: dict[tuple[str, int], tuple[float, Snapshot]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clock = self.net.clock
@@ -79,6 +92,43 @@ class SimController:
                 sw.enable_ficcrd(ficcrd)
             self.agents[name] = agent
             clock.at(self.start_s, self._period, name)
+            if self.config.algo == "xcp":
+                for port in agent.ports:
+                    ctl = self.xcp[(name, port.port)] = XcpController(port.capacity_Bps)
+                    # an idle port's factors until the first interval ends
+                    idle = ctl.update(XcpSample(0.0, 0.0, 0.0, None, 0.0, ctl.interval_s))
+                    sw.set_xcp_factors(
+                        port.port, encode_factor(idle.xi_p), encode_factor(idle.xi_n)
+                    )
+                    clock.at(self.start_s, self._xcp_period, name, port.port)
+
+    def _xcp_period(self, name: str, port: int) -> None:
+        """One XCP control interval of one port; the next one is d later."""
+        clock, sw = self.net.clock, self.net.switches[name]
+        agent, ctl = self.agents[name], self.xcp[(name, port)]
+        snap, now = sw.port_snapshot(port), clock.now
+        prev = self._xcp_prev.get((name, port))
+        self._xcp_prev[(name, port)] = (now, snap)
+        if prev is not None and now > prev[0]:
+            delta, _reset = counter_deltas(prev[1], snap)
+            sample = xcp_sample(
+                delta, port, now - prev[0], agent.qbuckets, agent.rbuckets, sw.xbuckets
+            )
+            d = ctl.update(sample)
+            lg_p, lg_n = encode_factor(d.xi_p), encode_factor(d.xi_n)
+            sw.set_xcp_factors(port, lg_p, lg_n)
+            self.xcp_records.append(
+                {
+                    "t": round(now, 4),
+                    "switch": name,
+                    "port": port,
+                    "lg_xi_p": lg_p,
+                    "lg_xi_n": lg_n,
+                    "interval_s": sample.interval_s,
+                    **d.diagnostics,
+                }
+            )
+        clock.after(ctl.interval_s, self._xcp_period, name, port)
 
     def _period(self, name: str) -> None:
         clock = self.net.clock

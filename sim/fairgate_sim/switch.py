@@ -11,6 +11,11 @@ congestion flag. Counters are monotonic and read as a ``telemetry.Snapshot``.
 With ``ficcrd`` (``ficcrd.SimFiccrd``, what the controller's FICCRD entries install)
 the switch also runs FiccrdIngress after routing and FiccrdEgress after the departure
 telemetry, in the P4's order; its ports then run egress eagerly, at each ``e_i``.
+XCP (p4src/include/xcp.p4): XCP data with an RTT (rtt_us != 0) leaving a port counts in
+``rtt_hist`` and, when both log2 terms are present, in ``xcp_ratio_hist`` (bucket of
+lg_pos - lg_neg, ``RatioBuckets``); with ``xcp_factors`` installed for the port, the
+per-packet feedback of ``fairgate_p4.xcp_math`` (bit-exact with the P4) is min-stamped
+into H_feedback. A port without factors stamps nothing; XCP acks are never touched.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ from dataclasses import dataclass, field
 
 from fairgate_controller.telemetry import Buckets, Snapshot
 from fairgate_p4 import generated as g
-from fairgate_p4.header import _PACKER, FIELDS, HEADER_BYTES, RateHeader
+from fairgate_p4.header import (
+    _PACKER,
+    _XCP_PACKER,
+    FIELDS,
+    HEADER_BYTES,
+    XCP_HEADER_BYTES,
+    RateHeader,
+)
+from fairgate_p4.xcp_math import LG_NONE, RatioBuckets, stamp, switch_feedback
 from fairgate_sim.engine import Clock
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.meter import PacketMeter
@@ -43,6 +56,11 @@ def bucket_of(bounds: tuple[int, ...], value: int) -> int:
     """The range-table lookup: bucket b holds [bounds[b], bounds[b+1] - 1]; else 31."""
     b = bisect_right(bounds, value) - 1
     return b if 0 <= b < LAST else LAST
+
+
+_XCP_MIN_BYTES = HEADER_BYTES + XCP_HEADER_BYTES
+_KIND_XCP_DATA = g.FG_KIND_XCP_DATA
+_XCP_BUCKET_BITS = g.FG_XCP_HIST_BUCKET_BITS
 
 
 @dataclass
@@ -68,6 +86,9 @@ class SimSwitch:
     meters: dict[int, PacketMeter] = field(default_factory=dict)
     stats: SwitchStats = field(default_factory=SwitchStats)
     ficcrd: SimFiccrd | None = None
+    xcp_factors: dict[int, tuple[int, int]] = field(default_factory=dict)
+    xbuckets: RatioBuckets = field(default_factory=RatioBuckets)
+    xcp_stamped: int = 0  # XCP data whose H_feedback this switch lowered
 
     def __post_init__(self) -> None:
         n = g.FG_MAX_PORTS
@@ -76,6 +97,7 @@ class SimSwitch:
         self.qhist = [0] * g.FG_HIST_ENTRIES
         self.rhist = [0] * g.FG_HIST_ENTRIES
         self.events = [0] * g.FG_SESSION_ENTRIES
+        self.xhist = [[0, 0] for _ in range(g.FG_XCP_HIST_ENTRIES)]
         self._qb = self.qbuckets.bounds
         self._rb = self.rbuckets.bounds
 
@@ -101,6 +123,28 @@ class SimSwitch:
         self._drain_all()
         self.feedback[port] = (rate_kbps, congested)
 
+    def set_xcp_factors(self, port: int, lg_xi_p: int, lg_xi_n: int) -> None:
+        """MODIFY of an ``xcp_factors`` entry (Q8.8 log2 of xi_p and xi_n)."""
+        self._drain_all()
+        self.xcp_factors[port] = (lg_xi_p, lg_xi_n)
+
+    def port_snapshot(self, port: int) -> Snapshot:
+        """What XCP's per-port timer reads: ``port``'s entries of the counters
+        ``telemetry.xcp_sample`` uses (a read of those indices only)."""
+        self._drain_all()
+        hb = port << _BUCKET_BITS
+        xb = port << _XCP_BUCKET_BITS
+        return {
+            g.COUNTER_PORT_ARRIVALS: {port: tuple(self.arrivals[port])},  # type: ignore[dict-item]
+            g.COUNTER_PORT_DEPARTURES: {port: tuple(self.departures[port])},  # type: ignore[dict-item]
+            g.COUNTER_QUEUE_DEPTH_HIST: {i: (self.qhist[i], 0) for i in range(hb, hb + NBUCKETS)},
+            g.COUNTER_RTT_HIST: {i: (self.rhist[i], 0) for i in range(hb, hb + NBUCKETS)},
+            g.COUNTER_XCP_RATIO_HIST: {
+                i: (self.xhist[i][0], self.xhist[i][1])
+                for i in range(xb, xb + g.FG_XCP_HIST_BUCKETS)
+            },
+        }
+
     def set_meter(self, port: int, pir: float | None, pburst: int = 0) -> None:
         """syn_meter[port]: None = unconfigured (green); else cir = pir (the controller's)."""
         meter = self.meters.setdefault(port, PacketMeter())
@@ -119,6 +163,8 @@ class SimSwitch:
             g.COUNTER_RTT_HIST: {i: (n, 0) for i, n in enumerate(self.rhist)},
             g.COUNTER_SESSION_EVENTS: {i: (n, 0) for i, n in enumerate(self.events)},
         }
+        if self.xcp_factors:  # the agent reads xcp_ratio_hist only when it runs XCP
+            snap[g.COUNTER_XCP_RATIO_HIST] = {i: (p, b) for i, (p, b) in enumerate(self.xhist)}
         if self.ficcrd is not None:
             snap.update(self.ficcrd.counters())
         return snap
@@ -199,7 +245,13 @@ class SimSwitch:
             or len(data) < HEADER_BYTES
         ):
             return
-        if data[0] != _VERSION or data[1] != _KIND_DATA:
+        if data[0] != _VERSION:
+            return
+        if data[1] == _KIND_XCP_DATA:
+            if counted and len(data) >= _XCP_MIN_BYTES:
+                self._xcp_egress(port, pkt, data)
+            return
+        if data[1] != _KIND_DATA:
             return  # only stampable data packets are counted and stamped
         fields = _HEADER.unpack_from(data, 0)
         rate_kbps = fields[_RATE]
@@ -227,3 +279,27 @@ class SimSwitch:
         buf = bytearray(data)
         hdr.pack_into(buf, 0)
         pkt.data = buf
+
+    def _xcp_egress(self, port: int, pkt: Packet, data: bytes | bytearray) -> None:
+        """XcpFeedback (xcp.p4) and the XCP part of DepartureTelemetry for XCP data."""
+        rtt_us = _HEADER.unpack_from(data, 0)[_RTT]
+        if rtt_us == 0:
+            return  # RTT unknown: neither counted nor stamped
+        base = port << _BUCKET_BITS
+        b = bisect_right(self._rb, rtt_us) - 1
+        self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
+        cwnd, feedback, lg_pos, lg_neg = _XCP_PACKER.unpack_from(data, HEADER_BYTES)
+        if lg_pos != LG_NONE and lg_neg != LG_NONE:
+            bucket = self.xbuckets.bucket_of(lg_pos - lg_neg)
+            cell = self.xhist[(port << _XCP_BUCKET_BITS) | bucket]
+            cell[0] += 1
+            cell[1] += pkt.size
+        factors = self.xcp_factors.get(port)
+        if factors is None:
+            return
+        new = stamp(feedback, switch_feedback(lg_pos, lg_neg, factors[0], factors[1]))
+        if new < feedback:
+            buf = bytearray(data)
+            _XCP_PACKER.pack_into(buf, HEADER_BYTES, cwnd, new, lg_pos, lg_neg)
+            pkt.data = buf
+            self.xcp_stamped += 1

@@ -1,4 +1,4 @@
-"""Pure controller algorithms: rate controllers (QFCP, RCP, Lestas) and session control.
+"""Pure controller algorithms: rate controllers (QFCP, RCP, Lestas), XCP and session control.
 
 No I/O, no clock, no threads: time and measurements are inputs.
 """
@@ -11,6 +11,8 @@ from .measure import PortMeasurement
 from .qfcp import QfcpController
 from .rcp import RcpController
 from .session import Phase, ProbeResult, SessionController, SessionParams
+from .xcp import XcpController, XcpDecision
+from .xcp_types import XcpSample
 
 __all__ = [
     "HoldWhenIdle",
@@ -26,4 +28,7 @@ __all__ = [
     "RelativeCusum",
     "SessionController",
     "SessionParams",
+    "XcpController",
+    "XcpDecision",
+    "XcpSample",
 ]

@@ -28,7 +28,7 @@ def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["--period", "0"], "the period must be > 0 s"),
         (["--period", "fast"], "not a number of seconds or 'auto'"),
-        (["--algo", "xcp"], "invalid choice"),
+        (["--algo", "xpc"], "invalid choice"),
     ],
 )
 def test_bad_arguments_exit_2(

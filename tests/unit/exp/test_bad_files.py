@@ -126,8 +126,8 @@ CASES = {
         ["flows[0] (f1): stop 11s is after the end"],
     ),
     "unknown_algorithm": (
-        GOOD.replace('["qfcp"]', '["qfcp", "xcp"]'),
-        ["experiment.algorithms[1]", "'xcp' is not allowed"],
+        GOOD.replace('["qfcp"]', '["qfcp", "xpc"]'),
+        ["experiment.algorithms[1]", "'xpc' is not allowed"],
     ),
     "top_level_key_after_table": (
         GOOD + '\nswitches = ["s9"]\n',

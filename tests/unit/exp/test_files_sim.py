@@ -20,10 +20,12 @@ CASES = [
     ("parking-lot", "lestas", 0.05),  # Lestas Figs. 8-9: long and cross flows at max-min
     ("qfcp-convergence", "qfcp", 0.10),  # QFCP Fig. 2: four flows join and leave
     ("two-bottleneck", "qfcp", 0.05),  # QFCP Fig. 4: 10 / 10 / 30
+    ("rtt-fairness", "xcp", 0.05),  # the same with XCP (and its convergence time)
+    ("qfcp-convergence", "xcp", 0.10),  # QFCP Fig. 2's XCP rows
 ]
 
 
-@pytest.mark.parametrize(("name", "algo", "tol"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "algo", "tol"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_file_meets_its_expectations_at_lab_scale(
     tmp_path: Path, name: str, algo: str, tol: float
 ) -> None:

@@ -1,6 +1,13 @@
 """Seeded random topologies (trees and graphs with cycles, uneven capacities both ways,
 2-12 flows with staggered starts) in the simulator: every flow within 10 % of max-min,
-for qfcp, lestas and rcp (RCP was 21-55 % off before its bounded step, issue 14)."""
+for qfcp, lestas and rcp (RCP was 21-55 % off before its bounded step, issue 14).
+
+XCP is held to 20 %: on graphs with several bottlenecks it leaves spare capacity at a link
+whose flows are partly limited elsewhere (those flows cannot take their share of the link's
+positive feedback, so its efficiency controller settles at phi ~ h > 0, i.e. S > 0: the
+equilibrium Low, Andrew and Wydrowski describe for XCP, INFOCOM 2005). Measured: seed 1
+10.8 %, seed 2 17.5 % (seed 1: s4's port 7 with 15 % of C unused, phi 1028 B ~ h 905 B);
+the trees (5, 6) are within 10 %."""
 
 from __future__ import annotations
 
@@ -17,6 +24,8 @@ from fairgate_exp.randtopo import random_experiment
 
 SEEDS = (1, 2, 5, 6)  # graphs with cycles (1, 2) and trees (5, 6)
 TOLERANCE = 0.10
+TOLERANCE_XCP_CYCLIC = 0.20
+CYCLIC = (1, 2)
 
 
 def run_seed(seed: int, algo: str, tmp_path: Path) -> tuple[float, dict[str, object]]:
@@ -44,7 +53,8 @@ def test_generator_shapes() -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("algo", ["qfcp", "lestas", "rcp"])
+@pytest.mark.parametrize("algo", ["qfcp", "lestas", "rcp", "xcp"])
 def test_random_topology_maxmin(seed: int, algo: str, tmp_path: Path) -> None:
     worst, detail = run_seed(seed, algo, tmp_path)
-    assert worst <= TOLERANCE, detail
+    loose = algo == "xcp" and seed in CYCLIC
+    assert worst <= (TOLERANCE_XCP_CYCLIC if loose else TOLERANCE), detail
