@@ -13,9 +13,10 @@ counters ``ficcrd_edge_events`` / ``ficcrd_core_events`` with the P4's indices
   egress, as P4 metadata does.
 - ``egress`` (``FiccrdEgress``, when the packet leaves the queue, at its ``e_i``):
   MAPR on forward RDs, ER = min(ER, MAPR x DPF >> 10) on backward RDs, the queue depth
-  seen, and at the edge the flow slot (APR per 2^16 us window, RD every k-th packet as
-  an egress-to-egress clone into the same queue, handshake RTT), RD consumption and the
-  receive-window rewrite of ACKs going back to a sender.
+  seen, and at the edge the flow slot (APR by the per-packet exponential average
+  ``apr_update``, RD every k-th packet as an egress-to-egress clone into the same queue,
+  handshake RTT), RD consumption and the receive-window rewrite of ACKs going back to a
+  sender.
 
 Same integer arithmetic as the P4 (32-bit registers wrap, ``>>`` for division, the
 window floor ``FG_FICCRD_MIN_WINDOW``); the flow key is BMv2's crc32 over the 13 bytes
@@ -94,6 +95,23 @@ def parse_rd(pkt: Packet) -> tuple[RateHeader, int, int] | None:
     return RateHeader.unpack(data, strict=False), key, apr
 
 
+def apr_update(apr: int, gap_us: int, length: int, shift: int = g.FG_FICCRD_APR_SHIFT) -> int:
+    """The source edge's per-packet arrival rate (kbit/s) after a packet of ``length``
+    bytes that came ``gap_us`` after the flow's previous one: the paper's Eqn. (1)
+    (CSFQ's exponential average, time constant K = 2^shift us) linearised in T/K,
+
+        APR += (length x 8000 - min(T, K) x APR) >> shift   (toward zero, both signs)
+
+    ficcrd.p4's integers exactly: 64-bit products, result in a 32-bit register."""
+    k = 1 << shift
+    gap = gap_us if gap_us < k else k
+    gain = length * 8000  # kbit/s x us
+    loss = gap * apr
+    if gain >= loss:
+        return (apr + ((gain - loss) >> shift)) & M32
+    return (apr - ((loss - gain) >> shift)) & M32
+
+
 @dataclass(frozen=True)
 class DpfRange:
     lo: int
@@ -122,8 +140,7 @@ class SimFiccrd:
     def __post_init__(self) -> None:
         n = _NFLOWS
         self.flow_key = [0] * n
-        self.flow_window = [0] * n
-        self.flow_bytes = [0] * n
+        self.flow_last_us = [0] * n
         self.flow_apr = [0] * n
         self.flow_packets = [0] * n
         self.flow_er = [0] * n
@@ -317,13 +334,11 @@ class SimFiccrd:
         event = -1
         key = self._key(pkt.src, pkt.dst, pkt.sport, pkt.dport)
         idx = key & _FLOW_MASK
-        win_now = (now_us >> g.FG_FICCRD_WINDOW_SHIFT) & M32
         syn = bool(pkt.tcp_flags & _SYN)
         if self.flow_key[idx] != key or syn:
             # start_flow: a new flow (or connection) takes the slot
             self.flow_key[idx] = key
-            self.flow_window[idx] = win_now
-            self.flow_bytes[idx] = pkt.size
+            self.flow_last_us[idx] = now_us
             self.flow_apr[idx] = apr = 0
             self.flow_er[idx] = _UNLIMITED
             self.flow_rtt[idx] = rtt = 0
@@ -334,14 +349,9 @@ class SimFiccrd:
             event = g.FG_EDGE_FLOW_STARTED
         else:
             apr, rtt, packets = self.flow_apr[idx], self.flow_rtt[idx], self.flow_packets[idx]
-            if self.flow_window[idx] != win_now:
-                # kbit/s = bytes * 8000 / 65536 = bytes * 125 >> 10
-                apr = ((self.flow_bytes[idx] * 125) >> 10) & M32
-                self.flow_window[idx] = win_now
-                self.flow_bytes[idx] = pkt.size
-                self.flow_apr[idx] = apr
-            else:
-                self.flow_bytes[idx] = (self.flow_bytes[idx] + pkt.size) & M32
+            apr = apr_update(apr, (now_us - self.flow_last_us[idx]) & M32, pkt.size)
+            self.flow_apr[idx] = apr
+            self.flow_last_us[idx] = now_us
             syn_us = self.flow_syn_us[idx]
             if self.flow_base_rtt[idx] == 0 and syn_us != 0:
                 base = (now_us - syn_us) & M32

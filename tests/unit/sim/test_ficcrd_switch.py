@@ -6,7 +6,9 @@ them over Thrift); counters through the switch's snapshot."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from fairgate_controller import ficcrd as fc
@@ -14,7 +16,14 @@ from fairgate_controller.telemetry import queue_buckets, rtt_buckets
 from fairgate_p4 import generated as g
 from fairgate_p4.header import RateHeader
 from fairgate_sim.engine import Clock
-from fairgate_sim.ficcrd import RD_FRAME_BYTES, SimFiccrd, flow_key, parse_rd, rd_bytes
+from fairgate_sim.ficcrd import (
+    RD_FRAME_BYTES,
+    SimFiccrd,
+    apr_update,
+    flow_key,
+    parse_rd,
+    rd_bytes,
+)
 from fairgate_sim.packet import TCP, UDP, Packet, udp_packet
 from fairgate_sim.port import OutputPort, PortParams
 from fairgate_sim.switch import SimSwitch
@@ -128,8 +137,16 @@ def rds_of(pkts: list[Packet]) -> list[tuple[RateHeader, int, int]]:
     return out
 
 
-def apr_kbps(nbytes: int) -> int:
-    return (nbytes * 125) >> 10
+def apr_after(gaps_us: list[int], frame: int) -> int:
+    """The paper's Eqn. (1) linearised, written out independently of the model: APR
+    starts at 0 on a flow's first packet; each later packet, ``gap`` us after the one
+    before, adds (frame x 8000 - min(gap, K) x APR) / K kbit/s, rounded toward zero."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    apr = 0
+    for gap in gaps_us:
+        delta = frame * 8000 - min(gap, k) * apr
+        apr += int(Fraction(delta, k))  # int() of a Fraction rounds toward zero
+    return apr
 
 
 def test_rd_emission_proportional() -> None:
@@ -170,20 +187,39 @@ def test_rd_emission_proportional() -> None:
     assert r.sw.departures[NET][0] == sum(flows.values())
 
 
-def test_rd_carries_arrival_rate_of_the_closed_window() -> None:
-    """A burst of 8 frames, a pause, the 9th packet (k = 9) emits an RD with the burst's
-    rate: bytes x 125 >> 10 of the 65.536 ms window it filled."""
+def test_rd_carries_per_packet_arrival_rate() -> None:
+    """k = 9: eight frames 1 ms apart, a 199 ms pause, a ninth: its RD carries the
+    per-packet exponential average after all nine (the 199 ms gap is beyond K, so the
+    last step forgets the burst), and the one before it is the burst's."""
     r = Rig()
     r.set_source(HOST, 9)
     r.clone_session(NET)
-    for _ in range(8):
-        r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.001)
+    frame = 66 + 500
+    for i in range(8):
+        r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.001 * (i + 1))
     r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.2)
     (hdr, _key, apr), *rest = rds_of(r.collect(NET))
     assert not rest
-    assert apr == apr_kbps(8 * (66 + 500))
+    idx = flow_key(H1, H2, 41000, 80) & g.FG_FICCRD_FLOW_MASK
+    assert apr == r.fc.flow_apr[idx] == apr_after([1000] * 7 + [199_000], frame)
+    # Beyond K the old estimate is gone: one frame per K.
+    assert apr == -(-frame * 8000 // (1 << g.FG_FICCRD_APR_SHIFT))
     # The RD is stamped with the time it entered the queue (the 9th packet's egress).
     assert hdr.ts_us == 200_000
+
+
+def test_rd_arrival_rate_mid_stream() -> None:
+    """k = 12: twelve frames 2 ms apart; the RD's APR is the average after eleven 2 ms
+    gaps, climbing towards frame x 8000 / 2000 kbit/s (not there yet: 22 ms << K)."""
+    r = Rig()
+    r.set_source(HOST, 12)
+    r.clone_session(NET)
+    frame = 66 + 1000
+    for i in range(12):
+        r.send(HOST, tcp_seg(sport=41001, payload=1000), at=0.002 * (i + 1))
+    ((_hdr, _key, apr),) = rds_of(r.collect(NET))
+    assert apr == apr_after([2000] * 11, frame)
+    assert 0 < apr < frame * 8000 // 2000
 
 
 def test_rd_interval_zero_emits_nothing() -> None:
@@ -428,3 +464,36 @@ def test_clone_queues_behind_and_sees_its_own_depth() -> None:
     assert sum(ev.values()) == 1  # only the RD that saw depth <= 3 is a core event
     (first, _k, _a), _second = rds_of(out)
     assert first.ts_us == 30_000
+
+
+def test_apr_update_fixed_point_is_the_rate() -> None:
+    """At a steady rate (one frame every T < K) the linearised average settles within its
+    rounding dead band (2^17 / T kbit/s) of frame x 8000 / T, the exact rate."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    for frame, gap in ((1514, 1_000), (4_066, 33_000), (78, 100), (1514, 120_000)):
+        apr = 0
+        for _ in range(200 * k // gap):
+            apr = apr_update(apr, gap, frame)
+        exact = frame * 8000 / gap
+        assert abs(apr - exact) <= k / gap + 1, (frame, gap, apr, exact)
+
+
+def test_apr_update_follows_csfq_for_small_gaps() -> None:
+    """Against CSFQ's exact formula (the paper's Eqn. 1): from the same start, one step
+    of a gap T << K differs by (T/K)^2-order terms, a few kbit/s."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    for apr0, gap, frame in ((5_000, 2_000, 1514), (800, 5_000, 4_066), (12_000, 500, 1514)):
+        w = math.exp(-gap / k)
+        exact = (1 - w) * frame * 8000 / gap + w * apr0
+        assert abs(apr_update(apr0, gap, frame) - exact) <= 0.01 * apr0 + 2
+
+
+def test_apr_update_integer_edges() -> None:
+    """Gaps from 2^17 us up, and a wrapped clock, all act as K; the estimate never goes
+    below 0 and a zero gap adds one frame's worth."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    assert apr_update(0, 0, 1514) == (1514 * 8000) >> 17
+    assert apr_update(9_999, k, 1514) == apr_update(9_999, 0xFFFF_FFFF, 1514)
+    assert apr_update(9_999, k, 1514) == -(-1514 * 8000 // k)
+    assert apr_update(1, k, 1) == 1  # 8000 - 131072 < 0: 1 - (123072 >> 17) = 1
+    assert apr_update(0xFFFF_FFFF, k, 64) >= 0
