@@ -1,6 +1,6 @@
 """The ficcrd lab scenario in the simulator (droptail vs FICCRD, ten Reno uploads over
 one 500 pkt/s bottleneck, depth 200, the lab's access delays), 40 s, seeded: FICCRD
-holds the queue near Q0 with far fewer drops than droptail and shares the link fairly
+holds the queue near Q0 with no drops after warm-up (droptail: thousands) and shares the link fairly
 (Jain >= 0.95, where droptail's simulated Reno is far from fair); the controller's
 FICCRD record fields fill from the switch's counters."""
 
@@ -16,10 +16,12 @@ def test_ficcrd_fewer_drops_fair_queue_near_q0() -> None:
     out = lab.sc.summarize(runs, False)
     drop, fic = out["droptail"], out["ficcrd"]
     assert fic["drops_exact_total"] * 5 < drop["drops_exact_total"]
-    assert fic["drops_exact_after_warmup"] * 10 < drop["drops_exact_after_warmup"]
+    assert fic["drops_exact_after_warmup"] == 0 < drop["drops_exact_after_warmup"]
     assert fic["jain"] >= 0.95 > drop["jain"]
     q = fic["queue_pkts"]
-    assert abs(q["mean"] - mod.Q0) <= 0.15 * mod.Q0
+    # Since the per-packet APR (K = 2^17 us) the lab scale holds the queue a little below
+    # Q0 (82 pkt over these 40 s, 86-91 over 60 s; docs/ficcrd.md "Measured"), with no drops.
+    assert abs(q["mean"] - mod.Q0) <= 0.25 * mod.Q0
     assert drop["queue_pkts"]["mean"] > q["mean"]
     # RDs take ~20 % of the packet-rate queue's slots: forward RDs of the data (k = 8)
     # and backward RDs of the ACK flows (docs/simulator.md)
