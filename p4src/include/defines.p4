@@ -67,8 +67,8 @@
 #define FG_FICCRD_FLOWS 1024
 #define FG_FICCRD_FLOW_MASK 0x3ff
 /* Arrival rate (APR): per-packet exponential average with time constant K = 2^FG_FICCRD_APR_SHIFT us
- * (the paper's Eqn. 1, linearised; docs/ficcrd.md "Arrival rate"). */
-#define FG_FICCRD_APR_SHIFT 17
+ * (the paper's Eqn. 1 by shifts; docs/ficcrd.md "Arrival rate"). 2^18 us = 262 ms. */
+#define FG_FICCRD_APR_SHIFT 18
 /* DPF fixed point: unsigned Q6.10, FG_DPF_ONE = 1.0. */
 #define FG_DPF_SHIFT 10
 #define FG_DPF_ONE 1024

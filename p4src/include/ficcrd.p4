@@ -229,7 +229,7 @@ control FiccrdEgress(inout headers_t hdr,
     bit<32> idx;        /* flow slot (edge) or queue port (core) */
     bit<32> key;        /* flow key of this packet */
     bit<32> stored;     /* flow key the slot holds */
-    bit<32> gap;        /* us since the flow's previous packet (at most 2^FG_FICCRD_APR_SHIFT) */
+    bit<32> gap;        /* us since the flow's previous packet */
     bit<32> apr;        /* the flow's arrival rate (edge); MAPR (core) */
     bit<32> er;         /* the flow's explicit rate */
     bit<32> rtt;        /* the flow's RD round trip */
@@ -239,7 +239,8 @@ control FiccrdEgress(inout headers_t hdr,
     bit<8>  shift;      /* the receiver's window scale */
     bit<19> depth;      /* queue depth last seen at a port */
     bit<64> wide;       /* products: DPF x MAPR, ER x RTT, length x 8000 */
-    bit<64> loss;       /* gap x APR */
+    bit<64> loss;       /* gap x APR, then the APR step */
+    bool    apr_up;     /* the APR step is upwards */
     bit<32> edge_port;  /* the port an edge event is counted on */
     bit<32> event_index;
     bit<32> session;
@@ -477,20 +478,44 @@ control FiccrdEgress(inout headers_t hdr,
                 edge_counted = true;
             } else {
                 /* APR, the paper's Eqn. (1) (CSFQ's exponential average,
-                 * K = 2^FG_FICCRD_APR_SHIFT us) to first order in T/K:
-                 * APR += (length x 8000 - min(T, K) x APR) / K, kbit/s x us
-                 * on both sides, rounded toward zero. */
+                 * K = 2^FG_FICCRD_APR_SHIFT us), with shifts and compares
+                 * only, exactly as docs/ficcrd.md "Arrival rate" writes it:
+                 * below K, APR += c(T) x (length x 8000 - T x APR) / K with
+                 * c(T) = (1 - e^-x)/x (x = T/K) per octave of T; from K up,
+                 * APR = w x APR + g x length x 8000 / K per octave. */
                 gap = now_us - gap;
-                if (gap > (32w1 << FG_FICCRD_APR_SHIFT)) {
-                    gap = 32w1 << FG_FICCRD_APR_SHIFT;
-                }
                 wide = (bit<64>)standard_metadata.packet_length;
                 wide = (wide << 13) - (wide << 7) - (wide << 6);  /* x 8000 */
-                loss = (bit<64>)gap * (bit<64>)apr;
-                if (wide >= loss) {
-                    apr = apr + (bit<32>)((wide - loss) >> FG_FICCRD_APR_SHIFT);
+                if (gap >= (32w4 << FG_FICCRD_APR_SHIFT)) {
+                    apr = (bit<32>)(((wide >> 3) + (wide >> 4)) >> FG_FICCRD_APR_SHIFT);
+                } else if (gap >= (32w2 << FG_FICCRD_APR_SHIFT)) {
+                    apr = (apr >> 4) + (bit<32>)(((wide >> 2) + (wide >> 4) + (wide >> 6))
+                                                 >> FG_FICCRD_APR_SHIFT);
+                } else if (gap >= (32w1 << FG_FICCRD_APR_SHIFT)) {
+                    apr = (apr >> 2) + (bit<32>)(((wide >> 1) + (wide >> 5))
+                                                 >> FG_FICCRD_APR_SHIFT);
                 } else {
-                    apr = apr - (bit<32>)((loss - wide) >> FG_FICCRD_APR_SHIFT);
+                    loss = (bit<64>)gap * (bit<64>)apr;
+                    apr_up = wide >= loss;
+                    if (apr_up) {
+                        loss = wide - loss;
+                    } else {
+                        loss = loss - wide;
+                    }
+                    if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 1))) {
+                        loss = loss - (loss >> 2) - (loss >> 5);
+                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 2))) {
+                        loss = loss - (loss >> 3) - (loss >> 5);
+                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 3))) {
+                        loss = loss - (loss >> 4) - (loss >> 5);
+                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 4))) {
+                        loss = loss - (loss >> 5) - (loss >> 6);
+                    }
+                    if (apr_up) {
+                        apr = apr + (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
+                    } else {
+                        apr = apr - (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
+                    }
                 }
                 write_apr();
                 if (base_rtt == 0 && syn_us != 0) {

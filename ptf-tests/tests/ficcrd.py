@@ -16,7 +16,6 @@ import re
 import struct
 import time
 import zlib
-from fractions import Fraction
 
 import finsy as fy
 from finsy.p4entity import P4Replica
@@ -58,17 +57,37 @@ def flow_key(src: str, dst: str, sport: int, dport: int, proto: int = 6) -> int:
 
 
 APR_K_US = 1 << g.FG_FICCRD_APR_SHIFT
-LONG_GAP_S = 0.25  # > K = 131 ms: the switch cuts such a gap to K
+LONG_GAP_S = 0.39  # between K (262 ms) and 2K: the switch's gap, whatever the jitter
+LONG_GAP_US = 390_000
+# docs/ficcrd.md "Arrival rate": c(T) x step below K, by octave of T/K (shift pairs)
+C_SHIFTS = ((1, (2, 5)), (2, (3, 5)), (3, (4, 5)), (4, (5, 6)))
+
+
+def apr_step(apr: int, gap: int, frame: int) -> int:
+    """One step of the source edge's APR (kbit/s), transcribed from the table in
+    docs/ficcrd.md (the paper's Eqn. 1 by shifts, K = 2^18 us)."""
+    s = g.FG_FICCRD_APR_SHIFT
+    k = 1 << s
+    gain = frame * 8000
+    if gap >= 4 * k:
+        return ((gain >> 3) + (gain >> 4)) >> s
+    if gap >= 2 * k:
+        return (apr >> 4) + (((gain >> 2) + (gain >> 4) + (gain >> 6)) >> s)
+    if gap >= k:
+        return (apr >> 2) + (((gain >> 1) + (gain >> 5)) >> s)
+    d = abs(gain - gap * apr)
+    for octave, (a, b) in C_SHIFTS:
+        if gap >= k >> octave:
+            d = d - (d >> a) - (d >> b)
+            break
+    return apr + (d >> s) if gain >= gap * apr else apr - (d >> s)
 
 
 def apr_after(gaps_us: list[int], frames: list[int]) -> int:
-    """The source edge's APR (kbit/s), written out from the paper's Eqn. (1)
-    linearised (docs/ficcrd.md): 0 on a flow's first packet, then for each later
-    frame of ``frames[i]`` bytes, ``gaps_us[i]`` after the one before,
-    APR += (frame x 8000 - min(gap, K) x APR) / K, rounded toward zero."""
+    """APR after a flow's first packet (APR 0), then frames[i] gaps_us[i] later."""
     apr = 0
     for gap, frame in zip(gaps_us, frames, strict=True):
-        apr += int(Fraction(frame * 8000 - min(gap, APR_K_US) * apr, APR_K_US))
+        apr = apr_step(apr, gap, frame)
     return apr
 
 
@@ -278,13 +297,14 @@ class RdEmissionProportional(FiccrdTest):
 
 
 class RdCarriesArrivalRate(FiccrdTest):
-    """APR is the paper's per-packet exponential average (Eqn. 1, linearised,
-    K = 2^17 us): frames of 1514, 200, 1000 and 600 bytes, each more than K
-    after the one before (a gap beyond K counts as K, so the value does not
+    """APR is the paper's per-packet exponential average (Eqn. 1 by shifts,
+    K = 2^18 us): frames of 1514, 200, 1000 and 600 bytes, 390 ms apart
+    (every gap from K to 2K is one case of the formula, so the value does not
     depend on the host's timing), k = 4: the 4th frame's RD carries exactly
     the average the formula gives, and the slot's register holds it."""
 
     def runTest(self) -> None:
+        self.assertTrue(APR_K_US < LONG_GAP_US < 2 * APR_K_US)
         self.set_source(HOST, 4)
         self.clone_session(NET)
         sizes = [1514, 200, 1000, 600]
@@ -299,12 +319,12 @@ class RdCarriesArrivalRate(FiccrdTest):
         tcp_out, rds = self.split(self.collect(NET))
         self.assertEqual(len(tcp_out), 4)
         self.assertEqual(len(rds), 1)
-        want = apr_after([APR_K_US] * 3, sizes[1:])
+        want = apr_after([LONG_GAP_US] * 3, sizes[1:])
         self.assertEqual(rds[0][FgRd].apr_kbps, want)
         idx = flow_key(H1_IP, H2_IP, 41000, 80) & g.FG_FICCRD_FLOW_MASK
         self.assertEqual(self.register("ficcrd_flow_apr", idx), want)
         # not the last frame alone: the 600-byte frame's own K-long share is lower
-        self.assertNotEqual(want, apr_after([APR_K_US], [600]))
+        self.assertNotEqual(want, apr_after([LONG_GAP_US], [600]))
 
 
 class RdArrivalRateOfABurst(FiccrdTest):
@@ -340,7 +360,7 @@ class EstimatorsVisibleInEr(FiccrdTest):
     frames from a source port (k = 1) make RDs whose APR is the edge's
     per-packet average; leaving by core queue port 2 (DPF 1.0, Q <= Q0) each
     updates that queue's MAPR; a backward RD coming in on port 2 then leaves
-    with ER = MAPR x DPF >> 10 = MAPR. Frames more than K apart, so every
+    with ER = MAPR x DPF >> 10 = MAPR. Frames 390 ms apart (K to 2K), so every
     value is exact; after each frame the backward RD's ER is the MAPR of the
     APRs so far."""
 
@@ -349,22 +369,25 @@ class EstimatorsVisibleInEr(FiccrdTest):
         self.clone_session(NET)
         self.set_dpf(NET, 0, 1000, g.FG_DPF_ONE, above_q0=False)
         sizes = [600, 1514, 1514, 300, 1200]
-        aprs: list[int] = []
+        back = rd(kind=g.FG_KIND_RD_BACKWARD, src=H2_IP, dst=H1_IP, er=UNLIMITED)
         for i, size in enumerate(sizes):
             if i:
-                time.sleep(LONG_GAP_S)
+                time.sleep(LONG_GAP_S - 0.05)
             self.send(HOST, tcp_seg(sport=41200, payload=b"e" * (size - 54)))
-            _tcp, rds = self.split(self.collect(NET))
-            self.assertEqual(len(rds), 1)
-            aprs.append(apr_after([APR_K_US] * i, sizes[1 : i + 1]))
-            self.assertEqual(rds[0][FgRd].apr_kbps, aprs[-1], f"frame {i}")
-            back = rd(kind=g.FG_KIND_RD_BACKWARD, src=H2_IP, dst=H1_IP, er=UNLIMITED)
+            time.sleep(0.05)  # the forward RD has left port 2 when the backward one comes
             self.send(NET, back)
-            mapr = mapr_after(aprs)
-            if mapr == 0:
-                self.expect(routed_rd(back, HOST), HOST)  # first frame: APR 0, unknown
+        tcp_out, fwd = self.split(self.collect(NET))
+        back_out = [Ether(f) for f in self.collect(HOST)]
+        self.assertEqual((len(tcp_out), len(fwd), len(back_out)), (5, 5, 5))
+        aprs = [apr_after([LONG_GAP_US] * i, sizes[1 : i + 1]) for i in range(len(sizes))]
+        self.assertEqual([p[FgRd].apr_kbps for p in fwd], aprs)
+        for i, out in enumerate(back_out):
+            mapr = mapr_after(aprs[: i + 1])
+            if mapr == 0:  # first frame: APR 0, unknown, ER untouched
+                self.assertEqual(bytes(out), bytes(routed_rd(back, HOST)), f"frame {i}")
             else:
-                self.expect(routed_rd(back, HOST, rate_kbps=mapr), HOST)
+                want = routed_rd(back, HOST, rate_kbps=mapr)
+                self.assertEqual(bytes(out), bytes(want), f"frame {i}: MAPR {mapr}")
         self.assertEqual(aprs[0], 0)
         self.assertNotEqual(mapr_after(aprs), aprs[-1])  # averaged, not the last sample
         self.expect_nothing()

@@ -95,21 +95,42 @@ def parse_rd(pkt: Packet) -> tuple[RateHeader, int, int] | None:
     return RateHeader.unpack(data, strict=False), key, apr
 
 
+def _apr_step(step: int, gap: int, shift: int) -> int:
+    """c(T) x step for a gap below K: c = (1 - e^-x)/x (x = T/K) at each octave's
+    middle, by shifts (1, 0.953, 0.906, 0.844, 0.719)."""
+    if gap >= 1 << (shift - 1):
+        return step - (step >> 2) - (step >> 5)
+    if gap >= 1 << (shift - 2):
+        return step - (step >> 3) - (step >> 5)
+    if gap >= 1 << (shift - 3):
+        return step - (step >> 4) - (step >> 5)
+    if gap >= 1 << (shift - 4):
+        return step - (step >> 5) - (step >> 6)
+    return step
+
+
 def apr_update(apr: int, gap_us: int, length: int, shift: int = g.FG_FICCRD_APR_SHIFT) -> int:
     """The source edge's per-packet arrival rate (kbit/s) after a packet of ``length``
     bytes that came ``gap_us`` after the flow's previous one: the paper's Eqn. (1)
-    (CSFQ's exponential average, time constant K = 2^shift us) linearised in T/K,
+    (CSFQ's exponential average, time constant K = 2^shift us) by shifts and compares,
+    ficcrd.p4's integers exactly (docs/ficcrd.md "Arrival rate"):
 
-        APR += (length x 8000 - min(T, K) x APR) >> shift   (toward zero, both signs)
-
-    ficcrd.p4's integers exactly: 64-bit products, result in a 32-bit register."""
+    - T < K: APR += c(T) x (length x 8000 - T x APR) / K, rounded toward zero;
+    - K <= T < 2K: APR = APR/4 + 0.531 x length x 8000 / K;
+    - 2K <= T < 4K: APR = APR/16 + 0.328 x length x 8000 / K;
+    - T >= 4K: APR = 0.1875 x length x 8000 / K."""
     k = 1 << shift
-    gap = gap_us if gap_us < k else k
     gain = length * 8000  # kbit/s x us
-    loss = gap * apr
+    if gap_us >= 4 * k:
+        return ((gain >> 3) + (gain >> 4)) >> shift
+    if gap_us >= 2 * k:
+        return ((apr >> 4) + (((gain >> 2) + (gain >> 4) + (gain >> 6)) >> shift)) & M32
+    if gap_us >= k:
+        return ((apr >> 2) + (((gain >> 1) + (gain >> 5)) >> shift)) & M32
+    loss = gap_us * apr
     if gain >= loss:
-        return (apr + ((gain - loss) >> shift)) & M32
-    return (apr - ((loss - gain) >> shift)) & M32
+        return (apr + (_apr_step(gain - loss, gap_us, shift) >> shift)) & M32
+    return (apr - (_apr_step(loss - gain, gap_us, shift) >> shift)) & M32
 
 
 @dataclass(frozen=True)
