@@ -19,9 +19,8 @@ def test_ficcrd_fewer_drops_fair_queue_near_q0() -> None:
     assert fic["drops_exact_after_warmup"] == 0 < drop["drops_exact_after_warmup"]
     assert fic["jain"] >= 0.95 > drop["jain"]
     q = fic["queue_pkts"]
-    # Since the per-packet APR (K = 2^17 us) the lab scale holds the queue a little below
-    # Q0 (82 pkt over these 40 s, 86-91 over 60 s; docs/ficcrd.md "Measured"), with no drops.
-    assert abs(q["mean"] - mod.Q0) <= 0.25 * mod.Q0
+    # the per-packet APR: 101.9 pkt over these 40 s (docs/ficcrd.md "Measured": 102.3 over 60 s)
+    assert abs(q["mean"] - mod.Q0) <= 0.1 * mod.Q0
     assert drop["queue_pkts"]["mean"] > q["mean"]
     # RDs take ~20 % of the packet-rate queue's slots: forward RDs of the data (k = 8)
     # and backward RDs of the ACK flows (docs/simulator.md)
