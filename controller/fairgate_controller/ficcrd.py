@@ -18,6 +18,10 @@ What the controller computes and writes for FICCRD (docs/ficcrd.md):
 
 and what it reads: the ``ficcrd_edge_events`` / ``ficcrd_core_events``
 counters, turned into per-port records.
+
+It estimates nothing: each flow's arrival rate (APR, the paper's per-packet
+exponential average, at the source edge) and each core queue's MAPR (per
+forward RD) are the data plane's own registers (docs/ficcrd.md).
 """
 
 from __future__ import annotations

@@ -68,8 +68,9 @@
 /* Per-flow state at the edge: FG_FICCRD_FLOWS slots, index = flow key & (FG_FICCRD_FLOWS - 1). */
 #define FG_FICCRD_FLOWS 1024
 #define FG_FICCRD_FLOW_MASK 0x3ff
-/* Arrival-rate window: 2^16 us = 65.536 ms; kbit/s = bytes * 125 >> 10 (exact: 8000 / 65536). */
-#define FG_FICCRD_WINDOW_SHIFT 16
+/* Arrival rate (APR): per-packet exponential average with time constant K = 2^FG_FICCRD_APR_SHIFT us
+ * (the paper's Eqn. 1 by shifts; docs/ficcrd.md "Arrival rate"). 2^18 us = 262 ms. */
+#define FG_FICCRD_APR_SHIFT 18
 /* DPF fixed point: unsigned Q6.10, FG_DPF_ONE = 1.0. */
 #define FG_DPF_SHIFT 10
 #define FG_DPF_ONE 1024

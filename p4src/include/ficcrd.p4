@@ -133,10 +133,9 @@ control FiccrdEgress(inout headers_t hdr,
     /* Per flow (edge). */
     @name(".ficcrd_flow_key")
     register<bit<32>>(FG_FICCRD_FLOWS) flow_key;
-    @name(".ficcrd_flow_window")
-    register<bit<32>>(FG_FICCRD_FLOWS) flow_window;
-    @name(".ficcrd_flow_bytes")
-    register<bit<32>>(FG_FICCRD_FLOWS) flow_bytes;
+    /* When the flow's previous packet left the edge (us), and its APR. */
+    @name(".ficcrd_flow_last_us")
+    register<bit<32>>(FG_FICCRD_FLOWS) flow_last_us;
     @name(".ficcrd_flow_apr")
     register<bit<32>>(FG_FICCRD_FLOWS) flow_apr;
     @name(".ficcrd_flow_packets")
@@ -230,9 +229,7 @@ control FiccrdEgress(inout headers_t hdr,
     bit<32> idx;        /* flow slot (edge) or queue port (core) */
     bit<32> key;        /* flow key of this packet */
     bit<32> stored;     /* flow key the slot holds */
-    bit<32> win_now;    /* current rate window */
-    bit<32> win;        /* the slot's rate window */
-    bit<32> bytes;      /* bytes in the slot's window */
+    bit<32> gap;        /* us since the flow's previous packet */
     bit<32> apr;        /* the flow's arrival rate (edge); MAPR (core) */
     bit<32> er;         /* the flow's explicit rate */
     bit<32> rtt;        /* the flow's RD round trip */
@@ -241,7 +238,9 @@ control FiccrdEgress(inout headers_t hdr,
     bit<16> packets;    /* packets since the flow's last RD */
     bit<8>  shift;      /* the receiver's window scale */
     bit<19> depth;      /* queue depth last seen at a port */
-    bit<64> wide;       /* products: DPF x MAPR, ER x RTT, bytes x 125 */
+    bit<64> wide;       /* products: DPF x MAPR, ER x RTT, length x 8000 */
+    bit<64> loss;       /* gap x APR, then the APR step */
+    bool    apr_up;     /* the APR step is upwards */
     bit<32> edge_port;  /* the port an edge event is counted on */
     bit<32> event_index;
     bit<32> session;
@@ -294,8 +293,7 @@ control FiccrdEgress(inout headers_t hdr,
     @hidden
     action read_flow() {
         flow_key.read(stored, idx);
-        flow_window.read(win, idx);
-        flow_bytes.read(bytes, idx);
+        flow_last_us.read(gap, idx);
         flow_apr.read(apr, idx);
         flow_rtt.read(rtt, idx);
         flow_packets.read(packets, idx);
@@ -306,8 +304,6 @@ control FiccrdEgress(inout headers_t hdr,
     /* A new flow (or a new connection on the same 5-tuple) takes the slot. */
     @hidden
     action start_flow() {
-        win = win_now;
-        bytes = standard_metadata.packet_length;
         apr = 0;
         er = FG_RATE_UNLIMITED;
         rtt = 0;
@@ -315,8 +311,7 @@ control FiccrdEgress(inout headers_t hdr,
         shift = 0;
         base_rtt = 0;
         flow_key.write(idx, key);
-        flow_window.write(idx, win);
-        flow_bytes.write(idx, bytes);
+        flow_last_us.write(idx, now_us);
         flow_apr.write(idx, apr);
         flow_er.write(idx, er);
         flow_rtt.write(idx, rtt);
@@ -331,9 +326,8 @@ control FiccrdEgress(inout headers_t hdr,
     }
 
     @hidden
-    action write_rate_window() {
-        flow_window.write(idx, win);
-        flow_bytes.write(idx, bytes);
+    action write_apr() {
+        flow_last_us.write(idx, now_us);
         flow_apr.write(idx, apr);
     }
 
@@ -471,8 +465,7 @@ control FiccrdEgress(inout headers_t hdr,
                    hdr.tcp.src_port, hdr.tcp.dst_port },
                  32w0xffffffff);
             idx = key & FG_FICCRD_FLOW_MASK;
-            win_now = (bit<32>)(standard_metadata.egress_global_timestamp >> FG_FICCRD_WINDOW_SHIFT);
-            read_flow();
+            read_flow();  /* gap holds the previous packet's time here */
             if (stored != key || (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
                 /* Only a SYN starts a handshake measurement; a flow first
                  * seen mid-connection (or evicting another) has none. */
@@ -484,16 +477,47 @@ control FiccrdEgress(inout headers_t hdr,
                 edge_event = FG_EDGE_FLOW_STARTED;
                 edge_counted = true;
             } else {
-                if (win != win_now) {
-                    /* Close the window: kbit/s = bytes * 8000 / 65536 = bytes * 125 >> 10. */
-                    wide = (bit<64>)bytes;
-                    apr = (bit<32>)(((wide << 7) - (wide << 1) - wide) >> 10);
-                    win = win_now;
-                    bytes = standard_metadata.packet_length;
+                /* APR, the paper's Eqn. (1) (CSFQ's exponential average,
+                 * K = 2^FG_FICCRD_APR_SHIFT us), with shifts and compares
+                 * only, exactly as docs/ficcrd.md "Arrival rate" writes it:
+                 * below K, APR += c(T) x (length x 8000 - T x APR) / K with
+                 * c(T) = (1 - e^-x)/x (x = T/K) per octave of T; from K up,
+                 * APR = w x APR + g x length x 8000 / K per octave. */
+                gap = now_us - gap;
+                wide = (bit<64>)standard_metadata.packet_length;
+                wide = (wide << 13) - (wide << 7) - (wide << 6);  /* x 8000 */
+                if (gap >= (32w4 << FG_FICCRD_APR_SHIFT)) {
+                    apr = (bit<32>)(((wide >> 3) + (wide >> 4)) >> FG_FICCRD_APR_SHIFT);
+                } else if (gap >= (32w2 << FG_FICCRD_APR_SHIFT)) {
+                    apr = (apr >> 4) + (bit<32>)(((wide >> 2) + (wide >> 4) + (wide >> 6))
+                                                 >> FG_FICCRD_APR_SHIFT);
+                } else if (gap >= (32w1 << FG_FICCRD_APR_SHIFT)) {
+                    apr = (apr >> 2) + (bit<32>)(((wide >> 1) + (wide >> 5))
+                                                 >> FG_FICCRD_APR_SHIFT);
                 } else {
-                    bytes = bytes + standard_metadata.packet_length;
+                    loss = (bit<64>)gap * (bit<64>)apr;
+                    apr_up = wide >= loss;
+                    if (apr_up) {
+                        loss = wide - loss;
+                    } else {
+                        loss = loss - wide;
+                    }
+                    if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 1))) {
+                        loss = loss - (loss >> 2) - (loss >> 5);
+                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 2))) {
+                        loss = loss - (loss >> 3) - (loss >> 5);
+                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 3))) {
+                        loss = loss - (loss >> 4) - (loss >> 5);
+                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 4))) {
+                        loss = loss - (loss >> 5) - (loss >> 6);
+                    }
+                    if (apr_up) {
+                        apr = apr + (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
+                    } else {
+                        apr = apr - (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
+                    }
                 }
-                write_rate_window();
+                write_apr();
                 if (base_rtt == 0 && syn_us != 0) {
                     /* The sender's first segment after its SYN: it has seen
                      * the SYN-ACK, so SYN -> here is one full round trip,

@@ -32,8 +32,7 @@ HOST, NET = 1, 2
 PREV_HOP_MAC = "00:00:00:00:00:aa"
 REGISTERS = (
     "ficcrd_flow_key",
-    "ficcrd_flow_window",
-    "ficcrd_flow_bytes",
+    "ficcrd_flow_last_us",
     "ficcrd_flow_apr",
     "ficcrd_flow_packets",
     "ficcrd_flow_er",
@@ -57,9 +56,55 @@ def flow_key(src: str, dst: str, sport: int, dport: int, proto: int = 6) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
-def apr_kbps(nbytes: int) -> int:
-    """The switch's arrival rate of a 65.536 ms window: bytes * 125 >> 10."""
-    return (nbytes * 125) >> 10
+APR_K_US = 1 << g.FG_FICCRD_APR_SHIFT
+LONG_GAP_S = 0.39  # between K (262 ms) and 2K: the switch's gap, whatever the jitter
+LONG_GAP_US = 390_000
+# docs/ficcrd.md "Arrival rate": c(T) x step below K, by octave of T/K (shift pairs)
+C_SHIFTS = ((1, (2, 5)), (2, (3, 5)), (3, (4, 5)), (4, (5, 6)))
+
+
+def apr_step(apr: int, gap: int, frame: int) -> int:
+    """One step of the source edge's APR (kbit/s), transcribed from the table in
+    docs/ficcrd.md (the paper's Eqn. 1 by shifts, K = 2^18 us)."""
+    s = g.FG_FICCRD_APR_SHIFT
+    k = 1 << s
+    gain = frame * 8000
+    if gap >= 4 * k:
+        return ((gain >> 3) + (gain >> 4)) >> s
+    if gap >= 2 * k:
+        return (apr >> 4) + (((gain >> 2) + (gain >> 4) + (gain >> 6)) >> s)
+    if gap >= k:
+        return (apr >> 2) + (((gain >> 1) + (gain >> 5)) >> s)
+    d = abs(gain - gap * apr)
+    for octave, (a, b) in C_SHIFTS:
+        if gap >= k >> octave:
+            d = d - (d >> a) - (d >> b)
+            break
+    return apr + (d >> s) if gain >= gap * apr else apr - (d >> s)
+
+
+def apr_after(gaps_us: list[int], frames: list[int]) -> int:
+    """APR after a flow's first packet (APR 0), then frames[i] gaps_us[i] later."""
+    apr = 0
+    for gap, frame in zip(gaps_us, frames, strict=True):
+        apr = apr_step(apr, gap, frame)
+    return apr
+
+
+def mapr_after(aprs: list[int], above_q0: bool = False) -> int:
+    """A core queue's MAPR after forward RDs carrying ``aprs`` (APR 0 ignored, the
+    first taken as is, then MAPR += (APR - MAPR) >> 4; above Q0 only down)."""
+    mapr = 0
+    for apr in aprs:
+        if apr == 0:
+            continue
+        if mapr == 0:
+            mapr = apr
+        elif apr < mapr:
+            mapr -= (mapr - apr) >> 4
+        elif not above_q0:
+            mapr += (apr - mapr) >> 4
+    return mapr
 
 
 def tcp_seg(
@@ -206,6 +251,7 @@ class RdEmissionProportional(FiccrdTest):
 
     def runTest(self) -> None:
         k = 4
+        before = self.events(g.COUNTER_FICCRD_EDGE_EVENTS, NET)  # counters outlive a test
         self.set_source(HOST, k)
         self.clone_session(NET)
         flows = {40001: 24, 40002: 8, 40003: 3}
@@ -245,34 +291,106 @@ class RdEmissionProportional(FiccrdTest):
         self.assertEqual(per_flow, expected_counts)
         self.settle()
         ev = self.events(g.COUNTER_FICCRD_EDGE_EVENTS, NET)
-        self.assertEqual(ev[g.FG_EDGE_RD_EMITTED], sum(n // k for n in flows.values()))
-        self.assertEqual(self.events(g.COUNTER_FICCRD_EDGE_EVENTS, NET)[g.FG_EDGE_FLOW_STARTED], 3)
+        emitted = ev[g.FG_EDGE_RD_EMITTED] - before[g.FG_EDGE_RD_EMITTED]
+        self.assertEqual(emitted, sum(n // k for n in flows.values()))
+        self.assertEqual(ev[g.FG_EDGE_FLOW_STARTED] - before[g.FG_EDGE_FLOW_STARTED], 3)
 
 
 class RdCarriesArrivalRate(FiccrdTest):
-    """APR = the flow's bytes in its last complete 65.536 ms window, in kbit/s
-    (bytes * 125 >> 10, no division): a burst of 8 frames, a pause, and the
-    9th packet (k = 9) emits an RD carrying the burst's rate. A burst that
-    happens to straddle a window boundary is retried with a new flow."""
+    """APR is the paper's per-packet exponential average (Eqn. 1 by shifts,
+    K = 2^18 us): frames of 1514, 200, 1000 and 600 bytes, 390 ms apart
+    (every gap from K to 2K is one case of the formula, so the value does not
+    depend on the host's timing), k = 4: the 4th frame's RD carries exactly
+    the average the formula gives, and the slot's register holds it."""
 
     def runTest(self) -> None:
-        self.set_source(HOST, 9)
+        self.assertTrue(APR_K_US < LONG_GAP_US < 2 * APR_K_US)
+        self.set_source(HOST, 4)
         self.clone_session(NET)
-        frame = tcp_seg(payload=b"r" * 500)
-        size = len(bytes(frame))
-        for attempt in range(4):
-            sport = 41000 + attempt
-            for _ in range(8):
-                self.send(HOST, tcp_seg(sport=sport, payload=b"r" * 500))
-            time.sleep(0.2)
-            self.send(HOST, tcp_seg(sport=sport, payload=b"r" * 500))
-            _tcp, rds = self.split(self.collect(NET))
-            self.assertEqual(len(rds), 1)
-            if rds[0][FgRd].apr_kbps == apr_kbps(8 * size):
-                return
-            # straddled: the closed window held fewer of the burst's frames
-            self.assertIn(rds[0][FgRd].apr_kbps, [apr_kbps(m * size) for m in range(1, 8)])
-        self.fail("the burst straddled a window boundary four times")
+        sizes = [1514, 200, 1000, 600]
+        sent = []
+        for i, size in enumerate(sizes):
+            if i:
+                time.sleep(LONG_GAP_S)
+            pkt = tcp_seg(sport=41000, payload=b"r" * (size - 54))
+            self.assertEqual(len(bytes(pkt)), size)
+            sent.append(pkt)
+            self.send(HOST, pkt)
+        tcp_out, rds = self.split(self.collect(NET))
+        self.assertEqual(len(tcp_out), 4)
+        self.assertEqual(len(rds), 1)
+        want = apr_after([LONG_GAP_US] * 3, sizes[1:])
+        self.assertEqual(rds[0][FgRd].apr_kbps, want)
+        idx = flow_key(H1_IP, H2_IP, 41000, 80) & g.FG_FICCRD_FLOW_MASK
+        self.assertEqual(self.register("ficcrd_flow_apr", idx), want)
+        # not the last frame alone: the 600-byte frame's own K-long share is lower
+        self.assertNotEqual(want, apr_after([LONG_GAP_US], [600]))
+
+
+class RdArrivalRateOfABurst(FiccrdTest):
+    """Back-to-back frames: each adds about frame x 8000 / K and the average
+    decays by gap/K between them. Eight 566-byte frames sent within W ms
+    (measured) give an RD (k = 8) whose APR lies between the formula with
+    every gap 0 and with every gap W + 20 ms, a band the old 65.536 ms window's
+    value (8 frames x 125 >> 10 = 552 kbit/s) lies far above."""
+
+    def runTest(self) -> None:
+        self.set_source(HOST, 8)
+        self.clone_session(NET)
+        pkts = [tcp_seg(sport=41100, payload=b"b" * 500) for _ in range(8)]
+        frame = len(bytes(pkts[0]))
+        start = time.monotonic()
+        for pkt in pkts:
+            self.send(HOST, pkt)
+        span_us = int((time.monotonic() - start) * 1e6) + 1
+        _tcp, rds = self.split(self.collect(NET))
+        self.assertEqual(len(rds), 1)
+        apr = rds[0][FgRd].apr_kbps
+        hi = apr_after([0] * 7, [frame] * 7)
+        # every gap at most the whole send span, plus 20 ms for BMv2's own scheduling
+        # on a loaded machine (the switch may hold a packet the host already sent)
+        lo = apr_after([span_us + 20_000] * 7, [frame] * 7)
+        self.assertLessEqual(apr, hi)
+        self.assertGreaterEqual(apr, lo, f"sends took {span_us} us")
+        self.assertLess(hi, (8 * frame * 125) >> 10)
+
+
+class EstimatorsVisibleInEr(FiccrdTest):
+    """The whole chain through one switch, seen only in packet bytes: TCP
+    frames from a source port (k = 1) make RDs whose APR is the edge's
+    per-packet average; leaving by core queue port 2 (DPF 1.0, Q <= Q0) each
+    updates that queue's MAPR; a backward RD coming in on port 2 then leaves
+    with ER = MAPR x DPF >> 10 = MAPR. Frames 390 ms apart (K to 2K), so every
+    value is exact; after each frame the backward RD's ER is the MAPR of the
+    APRs so far."""
+
+    def runTest(self) -> None:
+        self.set_source(HOST, 1)
+        self.clone_session(NET)
+        self.set_dpf(NET, 0, 1000, g.FG_DPF_ONE, above_q0=False)
+        sizes = [600, 1514, 1514, 300, 1200]
+        back = rd(kind=g.FG_KIND_RD_BACKWARD, src=H2_IP, dst=H1_IP, er=UNLIMITED)
+        for i, size in enumerate(sizes):
+            if i:
+                time.sleep(LONG_GAP_S - 0.05)
+            self.send(HOST, tcp_seg(sport=41200, payload=b"e" * (size - 54)))
+            time.sleep(0.05)  # the forward RD has left port 2 when the backward one comes
+            self.send(NET, back)
+        tcp_out, fwd = self.split(self.collect(NET))
+        back_out = [Ether(f) for f in self.collect(HOST)]
+        self.assertEqual((len(tcp_out), len(fwd), len(back_out)), (5, 5, 5))
+        aprs = [apr_after([LONG_GAP_US] * i, sizes[1 : i + 1]) for i in range(len(sizes))]
+        self.assertEqual([p[FgRd].apr_kbps for p in fwd], aprs)
+        for i, out in enumerate(back_out):
+            mapr = mapr_after(aprs[: i + 1])
+            if mapr == 0:  # first frame: APR 0, unknown, ER untouched
+                self.assertEqual(bytes(out), bytes(routed_rd(back, HOST)), f"frame {i}")
+            else:
+                want = routed_rd(back, HOST, rate_kbps=mapr)
+                self.assertEqual(bytes(out), bytes(want), f"frame {i}: MAPR {mapr}")
+        self.assertEqual(aprs[0], 0)
+        self.assertNotEqual(mapr_after(aprs), aprs[-1])  # averaged, not the last sample
+        self.expect_nothing()
 
 
 class RdIntervalZero(FiccrdTest):
@@ -326,6 +444,7 @@ class CoreMaprUpdate(FiccrdTest):
 
     def runTest(self) -> None:
         self.set_dpf(NET, 0, 1000, g.FG_DPF_ONE, above_q0=False)
+        before = self.events(g.COUNTER_FICCRD_CORE_EVENTS, NET)  # counters outlive a test
         mapr = 0
         for apr in (16_000, 32_000, 32_000, 8_000, 0, 100_000):
             fwd = with_bad_udp_checksum(rd(src=H1_IP, dst=H2_IP, apr=apr, eth_src=HOST_MAC))
@@ -343,8 +462,8 @@ class CoreMaprUpdate(FiccrdTest):
         self.expect_nothing()
         self.settle()
         ev = self.events(g.COUNTER_FICCRD_CORE_EVENTS, NET)
-        self.assertEqual(ev[g.FG_CORE_MAPR_UPDATED], 5)
-        self.assertEqual(ev[g.FG_CORE_APR_UNKNOWN], 1)
+        self.assertEqual(ev[g.FG_CORE_MAPR_UPDATED] - before[g.FG_CORE_MAPR_UPDATED], 5)
+        self.assertEqual(ev[g.FG_CORE_APR_UNKNOWN] - before[g.FG_CORE_APR_UNKNOWN], 1)
 
 
 class CoreMaprOnlyDownAboveQ0(FiccrdTest):
@@ -404,6 +523,7 @@ class CoreErMinDpfMapr(FiccrdTest):
         levels = dpf_levels(buffer_pkts=64, bur=0.5, alpha=1.15)
         q0_level = next(lv for lv in levels if lv.lo == 0)
         entry = self.set_dpf(NET, 0, 0, q0_level.dpf, above_q0=q0_level.above_q0)
+        before = self.events(g.COUNTER_FICCRD_CORE_EVENTS, NET)  # counters outlive a test
         mapr = 10_000
         self.send(HOST, rd(src=H1_IP, dst=H2_IP, apr=mapr, eth_src=HOST_MAC))
         self.collect(NET)
@@ -431,8 +551,8 @@ class CoreErMinDpfMapr(FiccrdTest):
         self.expect_nothing()
         self.settle()
         ev = self.events(g.COUNTER_FICCRD_CORE_EVENTS, NET)
-        self.assertEqual(ev[g.FG_CORE_ER_LOWERED], 3)
-        self.assertEqual(ev[g.FG_CORE_ER_KEPT], 1)
+        self.assertEqual(ev[g.FG_CORE_ER_LOWERED] - before[g.FG_CORE_ER_LOWERED], 3)
+        self.assertEqual(ev[g.FG_CORE_ER_KEPT] - before[g.FG_CORE_ER_KEPT], 1)
 
 
 class CoreErNeedsMapr(FiccrdTest):

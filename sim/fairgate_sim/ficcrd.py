@@ -13,9 +13,10 @@ counters ``ficcrd_edge_events`` / ``ficcrd_core_events`` with the P4's indices
   egress, as P4 metadata does.
 - ``egress`` (``FiccrdEgress``, when the packet leaves the queue, at its ``e_i``):
   MAPR on forward RDs, ER = min(ER, MAPR x DPF >> 10) on backward RDs, the queue depth
-  seen, and at the edge the flow slot (APR per 2^16 us window, RD every k-th packet as
-  an egress-to-egress clone into the same queue, handshake RTT), RD consumption and the
-  receive-window rewrite of ACKs going back to a sender.
+  seen, and at the edge the flow slot (APR by the per-packet exponential average
+  ``apr_update``, RD every k-th packet as an egress-to-egress clone into the same queue,
+  handshake RTT), RD consumption and the receive-window rewrite of ACKs going back to a
+  sender.
 
 Same integer arithmetic as the P4 (32-bit registers wrap, ``>>`` for division, the
 window floor ``FG_FICCRD_MIN_WINDOW``); the flow key is BMv2's crc32 over the 13 bytes
@@ -94,6 +95,44 @@ def parse_rd(pkt: Packet) -> tuple[RateHeader, int, int] | None:
     return RateHeader.unpack(data, strict=False), key, apr
 
 
+def _apr_step(step: int, gap: int, shift: int) -> int:
+    """c(T) x step for a gap below K: c = (1 - e^-x)/x (x = T/K) at each octave's
+    middle, by shifts (1, 0.953, 0.906, 0.844, 0.719)."""
+    if gap >= 1 << (shift - 1):
+        return step - (step >> 2) - (step >> 5)
+    if gap >= 1 << (shift - 2):
+        return step - (step >> 3) - (step >> 5)
+    if gap >= 1 << (shift - 3):
+        return step - (step >> 4) - (step >> 5)
+    if gap >= 1 << (shift - 4):
+        return step - (step >> 5) - (step >> 6)
+    return step
+
+
+def apr_update(apr: int, gap_us: int, length: int, shift: int = g.FG_FICCRD_APR_SHIFT) -> int:
+    """The source edge's per-packet arrival rate (kbit/s) after a packet of ``length``
+    bytes that came ``gap_us`` after the flow's previous one: the paper's Eqn. (1)
+    (CSFQ's exponential average, time constant K = 2^shift us) by shifts and compares,
+    ficcrd.p4's integers exactly (docs/ficcrd.md "Arrival rate"):
+
+    - T < K: APR += c(T) x (length x 8000 - T x APR) / K, rounded toward zero;
+    - K <= T < 2K: APR = APR/4 + 0.531 x length x 8000 / K;
+    - 2K <= T < 4K: APR = APR/16 + 0.328 x length x 8000 / K;
+    - T >= 4K: APR = 0.1875 x length x 8000 / K."""
+    k = 1 << shift
+    gain = length * 8000  # kbit/s x us
+    if gap_us >= 4 * k:
+        return ((gain >> 3) + (gain >> 4)) >> shift
+    if gap_us >= 2 * k:
+        return ((apr >> 4) + (((gain >> 2) + (gain >> 4) + (gain >> 6)) >> shift)) & M32
+    if gap_us >= k:
+        return ((apr >> 2) + (((gain >> 1) + (gain >> 5)) >> shift)) & M32
+    loss = gap_us * apr
+    if gain >= loss:
+        return (apr + (_apr_step(gain - loss, gap_us, shift) >> shift)) & M32
+    return (apr - (_apr_step(loss - gain, gap_us, shift) >> shift)) & M32
+
+
 @dataclass(frozen=True)
 class DpfRange:
     lo: int
@@ -122,8 +161,7 @@ class SimFiccrd:
     def __post_init__(self) -> None:
         n = _NFLOWS
         self.flow_key = [0] * n
-        self.flow_window = [0] * n
-        self.flow_bytes = [0] * n
+        self.flow_last_us = [0] * n
         self.flow_apr = [0] * n
         self.flow_packets = [0] * n
         self.flow_er = [0] * n
@@ -317,13 +355,11 @@ class SimFiccrd:
         event = -1
         key = self._key(pkt.src, pkt.dst, pkt.sport, pkt.dport)
         idx = key & _FLOW_MASK
-        win_now = (now_us >> g.FG_FICCRD_WINDOW_SHIFT) & M32
         syn = bool(pkt.tcp_flags & _SYN)
         if self.flow_key[idx] != key or syn:
             # start_flow: a new flow (or connection) takes the slot
             self.flow_key[idx] = key
-            self.flow_window[idx] = win_now
-            self.flow_bytes[idx] = pkt.size
+            self.flow_last_us[idx] = now_us
             self.flow_apr[idx] = apr = 0
             self.flow_er[idx] = _UNLIMITED
             self.flow_rtt[idx] = rtt = 0
@@ -334,14 +370,9 @@ class SimFiccrd:
             event = g.FG_EDGE_FLOW_STARTED
         else:
             apr, rtt, packets = self.flow_apr[idx], self.flow_rtt[idx], self.flow_packets[idx]
-            if self.flow_window[idx] != win_now:
-                # kbit/s = bytes * 8000 / 65536 = bytes * 125 >> 10
-                apr = ((self.flow_bytes[idx] * 125) >> 10) & M32
-                self.flow_window[idx] = win_now
-                self.flow_bytes[idx] = pkt.size
-                self.flow_apr[idx] = apr
-            else:
-                self.flow_bytes[idx] = (self.flow_bytes[idx] + pkt.size) & M32
+            apr = apr_update(apr, (now_us - self.flow_last_us[idx]) & M32, pkt.size)
+            self.flow_apr[idx] = apr
+            self.flow_last_us[idx] = now_us
             syn_us = self.flow_syn_us[idx]
             if self.flow_base_rtt[idx] == 0 and syn_us != 0:
                 base = (now_us - syn_us) & M32

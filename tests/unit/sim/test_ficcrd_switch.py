@@ -6,6 +6,7 @@ them over Thrift); counters through the switch's snapshot."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,14 @@ from fairgate_controller.telemetry import queue_buckets, rtt_buckets
 from fairgate_p4 import generated as g
 from fairgate_p4.header import RateHeader
 from fairgate_sim.engine import Clock
-from fairgate_sim.ficcrd import RD_FRAME_BYTES, SimFiccrd, flow_key, parse_rd, rd_bytes
+from fairgate_sim.ficcrd import (
+    RD_FRAME_BYTES,
+    SimFiccrd,
+    apr_update,
+    flow_key,
+    parse_rd,
+    rd_bytes,
+)
 from fairgate_sim.packet import TCP, UDP, Packet, udp_packet
 from fairgate_sim.port import OutputPort, PortParams
 from fairgate_sim.switch import SimSwitch
@@ -128,8 +136,36 @@ def rds_of(pkts: list[Packet]) -> list[tuple[RateHeader, int, int]]:
     return out
 
 
-def apr_kbps(nbytes: int) -> int:
-    return (nbytes * 125) >> 10
+# docs/ficcrd.md "Arrival rate": c(T) x step below K, by octave of T/K (shift pairs)
+_C_SHIFTS = ((1, (2, 5)), (2, (3, 5)), (3, (4, 5)), (4, (5, 6)))
+
+
+def apr_step(apr: int, gap: int, frame: int) -> int:
+    """One step of the source edge's APR, transcribed from docs/ficcrd.md's table
+    (not from the model)."""
+    s = g.FG_FICCRD_APR_SHIFT
+    k = 1 << s
+    gain = frame * 8000
+    if gap >= 4 * k:
+        return ((gain >> 3) + (gain >> 4)) >> s
+    if gap >= 2 * k:
+        return (apr >> 4) + (((gain >> 2) + (gain >> 4) + (gain >> 6)) >> s)
+    if gap >= k:
+        return (apr >> 2) + (((gain >> 1) + (gain >> 5)) >> s)
+    d = abs(gain - gap * apr)
+    for octave, (a, b) in _C_SHIFTS:
+        if gap >= k >> octave:
+            d = d - (d >> a) - (d >> b)
+            break
+    return apr + (d >> s) if gain >= gap * apr else apr - (d >> s)
+
+
+def apr_after(gaps_us: list[int], frame: int) -> int:
+    """APR after a flow's first packet (APR 0) and one packet per gap."""
+    apr = 0
+    for gap in gaps_us:
+        apr = apr_step(apr, gap, frame)
+    return apr
 
 
 def test_rd_emission_proportional() -> None:
@@ -170,20 +206,41 @@ def test_rd_emission_proportional() -> None:
     assert r.sw.departures[NET][0] == sum(flows.values())
 
 
-def test_rd_carries_arrival_rate_of_the_closed_window() -> None:
-    """A burst of 8 frames, a pause, the 9th packet (k = 9) emits an RD with the burst's
-    rate: bytes x 125 >> 10 of the 65.536 ms window it filled."""
+def test_rd_carries_per_packet_arrival_rate() -> None:
+    """k = 9: eight frames 1 ms apart, a 400 ms pause (between K and 2K), a ninth: its
+    RD carries the per-packet average after all nine: a quarter of the burst's estimate
+    plus 0.531 of one frame per K."""
     r = Rig()
     r.set_source(HOST, 9)
     r.clone_session(NET)
-    for _ in range(8):
-        r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.001)
-    r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.2)
+    frame = 66 + 500
+    for i in range(8):
+        r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.001 * (i + 1))
+    r.send(HOST, tcp_seg(sport=41000, payload=500), at=0.407)
     (hdr, _key, apr), *rest = rds_of(r.collect(NET))
     assert not rest
-    assert apr == apr_kbps(8 * (66 + 500))
+    idx = flow_key(H1, H2, 41000, 80) & g.FG_FICCRD_FLOW_MASK
+    burst = apr_after([1000] * 7, frame)
+    assert apr == r.fc.flow_apr[idx] == apr_after([1000] * 7 + [400_000], frame)
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    assert apr == (burst >> 2) + (((frame * 8000 >> 1) + (frame * 8000 >> 5)) >> 18)
+    assert abs(apr - (burst * math.exp(-400_000 / k) + frame * 8000 * 0.535 / k)) < 0.15 * burst
     # The RD is stamped with the time it entered the queue (the 9th packet's egress).
-    assert hdr.ts_us == 200_000
+    assert hdr.ts_us == 407_000
+
+
+def test_rd_arrival_rate_mid_stream() -> None:
+    """k = 12: twelve frames 2 ms apart; the RD's APR is the average after eleven 2 ms
+    gaps, climbing towards frame x 8000 / 2000 kbit/s (not there yet: 22 ms << K)."""
+    r = Rig()
+    r.set_source(HOST, 12)
+    r.clone_session(NET)
+    frame = 66 + 1000
+    for i in range(12):
+        r.send(HOST, tcp_seg(sport=41001, payload=1000), at=0.002 * (i + 1))
+    ((_hdr, _key, apr),) = rds_of(r.collect(NET))
+    assert apr == apr_after([2000] * 11, frame)
+    assert 0 < apr < frame * 8000 // 2000
 
 
 def test_rd_interval_zero_emits_nothing() -> None:
@@ -428,3 +485,55 @@ def test_clone_queues_behind_and_sees_its_own_depth() -> None:
     assert sum(ev.values()) == 1  # only the RD that saw depth <= 3 is a core event
     (first, _k, _a), _second = rds_of(out)
     assert first.ts_us == 30_000
+
+
+def test_apr_update_fixed_point_is_the_rate() -> None:
+    """At a steady rate (one frame every T < K) the average settles within its rounding
+    dead band (2^18 / T kbit/s, over c(T)) of frame x 8000 / T, the exact rate: c(T)
+    scales the step, not the point it moves to."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    for frame, gap in ((1514, 1_000), (4_066, 33_000), (78, 100), (1514, 200_000)):
+        apr = 0
+        for _ in range(200 * k // gap):
+            apr = apr_update(apr, gap, frame)
+        exact = frame * 8000 / gap
+        assert abs(apr - exact) <= 1.5 * k / gap + 1, (frame, gap, apr, exact)
+
+
+def test_apr_update_follows_csfq() -> None:
+    """Against CSFQ's exact formula (the paper's Eqn. 1) from the same start, over gaps
+    from 50 us to 2 s: below K one step is off by at most 13 % of the exact step (c(T)
+    is constant per octave); from K up by at most 12 % of the old estimate and 20 % of
+    one frame per K (w and g constant per octave)."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    for apr0 in (0, 300, 5_000, 40_000):
+        for frame in (78, 1514, 4_066):
+            for gap in (50, 2_000, 20_000, 40_000, 70_000, 100_000, 150_000, 250_000,
+                        300_000, 500_000, 700_000, 1_000_000, 2_000_000):  # fmt: skip
+                w = math.exp(-gap / k)
+                exact = (1 - w) * frame * 8000 / gap + w * apr0
+                got = apr_update(apr0, gap, frame)
+                if gap < k:
+                    bound = 0.13 * abs(exact - apr0) + 1
+                else:
+                    bound = 0.12 * apr0 + 0.2 * frame * 8000 / k + 1
+                assert abs(got - exact) <= bound, (apr0, frame, gap, got, exact)
+
+
+def test_apr_update_matches_the_documented_table() -> None:
+    """The model against the table in docs/ficcrd.md, every octave and both signs."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    for apr0 in (0, 1, 77, 5_000, 123_456, 0xFFFF_FFFF):
+        for frame in (60, 1514, 9_000):
+            for gap in (0, 1, k >> 5, k >> 4, k >> 3, (k >> 2) + 7, k >> 1, k - 1, k,
+                        2 * k - 1, 2 * k, 4 * k - 1, 4 * k, 0xFFFF_FFFF):  # fmt: skip
+                assert apr_update(apr0, gap, frame) == apr_step(apr0, gap, frame) & 0xFFFF_FFFF
+
+
+def test_apr_update_never_below_zero() -> None:
+    """c(T) x T / K < 1 in every octave, so a down step never passes 0 (it would wrap
+    to a huge 32-bit value): every gap below K, from a high estimate and a tiny frame."""
+    k = 1 << g.FG_FICCRD_APR_SHIFT
+    for gap in range(1, k, 97):
+        assert apr_update(1_000_000, gap, 60) <= 1_000_000
+        assert apr_update(0xFFFF_0000, gap, 60) <= 0xFFFF_0000
