@@ -105,6 +105,7 @@ class TcpPlan:
     start_s: float
     stop_s: float
     path: tuple[tuple[str, int], ...]
+    jitter_s: float = 0.0  # the simulator's per-packet processing jitter
 
     def paced(self, algo: str) -> bool:
         """Whether this generator's flows are paced senders (else TCP) under ``algo``."""
@@ -491,6 +492,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 units.parse_time(t.start),
                 stop,
                 data,
+                jitter_s=units.parse_time(t.jitter),
             )
         )
     for i, a in enumerate(exp.cm):

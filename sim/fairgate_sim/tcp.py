@@ -31,6 +31,7 @@ from 0 in each direction (no ISN; SYN and FIN take one number each only for the 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -76,8 +77,13 @@ class TcpConfig:
     max_cwnd: float = 100_000.0
     rwnd_bytes: int = RWND_DEFAULT  # the window this end advertises
     wscale: int | None = None  # its window-scale option; None: the smallest that fits
+    # Per-packet processing delay, uniform in [0, jitter_s], in order per sender (see
+    # the module doc: it breaks the drop-tail phase lock-in of a jitter-free model).
+    jitter_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.jitter_s < 0:
+            raise ValueError("jitter_s must be >= 0")
         if self.mss < 1 or self.init_cwnd < 1 or self.dupthresh < 1:
             raise ValueError("mss, init_cwnd and dupthresh must be >= 1")
         if self.rwnd_bytes < 1 or not 0 <= (self.wscale or 0) <= g.FG_TCP_MAX_WSCALE:
@@ -134,6 +140,7 @@ class TcpFlow:
     cfg: TcpConfig = field(default_factory=TcpConfig)
     dport: int = SERVER_PORT
     on_end: Callable[[TcpFlow], None] | None = None
+    rng: random.Random | None = None  # draws the jitter (cfg.jitter_s > 0)
     state: str = "closed"  # closed, syn_sent, established, done
     outcome: str | None = None
     sport: int = 0
@@ -171,6 +178,7 @@ class TcpFlow:
         self.snd_wscale = 0  # the peer's shift (both SYNs carried the option)
         self.snd_wnd = MAX_WINDOW_FIELD  # bytes the peer lets us have in flight
         self.window_limited = 0  # pushes that stopped at snd_wnd below cwnd
+        self._tx_at = 0.0  # when the latest jittered packet leaves (keeps them in order)
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -216,7 +224,15 @@ class TcpFlow:
             pkt.wscale = self.rcv_wscale
         else:
             pkt.window = window_field(self.cfg.rwnd_bytes, self.rcv_wscale)
-        h.send(pkt)
+        j = self.cfg.jitter_s
+        if j > 0:
+            if self.rng is None:
+                raise ValueError("a jitter_s > 0 needs an rng")
+            now = self.clock.now
+            self._tx_at = max(now + self.rng.uniform(0.0, j), self._tx_at)
+            self.clock.at(self._tx_at, h.send, pkt)
+        else:
+            h.send(pkt)
 
     def _send_segment(self, i: int) -> None:
         now = self.clock.now
@@ -265,7 +281,10 @@ class TcpFlow:
                 self.snd_wscale = pkt.wscale or 0  # we always send the option
                 self.snd_wnd = pkt.window  # unscaled in a SYN-ACK
                 self.state = "established"
-                self.cwnd = 1.0 if self.syn_attempts > 1 else float(self.cfg.init_cwnd)
+                # Linux (tcp_init_transfer): IW = 1 segment only after more than one
+                # SYN retransmission (RFC 6298's 1 s initial RTO makes one spurious)
+                retried = self.syn_attempts - 1
+                self.cwnd = 1.0 if retried > 1 else float(self.cfg.init_cwnd)
                 self.timer.cancel()
                 self._emit(ACK, 0, 1, 0)
                 self._push()
@@ -384,12 +403,17 @@ class TcpServer:
     hold_s: float = 0.0
     rwnd_bytes: int = RWND_DEFAULT  # the receive window it advertises
     wscale: int | None = None  # its window-scale option; None: the smallest that fits
+    jitter_s: float = 0.0  # as TcpConfig.jitter_s, in order over all its packets
+    rng: random.Random | None = None
     conns: dict[tuple[str, int], _Conn] = field(default_factory=dict)
     stats: ServerStats = field(default_factory=ServerStats)
 
     def __post_init__(self) -> None:
         self.host.bind(self.on_packet, self.port)
         self.shift = wscale_for(self.rwnd_bytes) if self.wscale is None else self.wscale
+        if self.jitter_s > 0 and self.rng is None:
+            raise ValueError("a jitter_s > 0 needs an rng")
+        self._tx_at = 0.0
 
     def _send(self, to: Packet, flags: int, seq: int, ack: int, shift: int = 0) -> None:
         pkt = Packet(self.host.ip, to.src, self.port, to.sport, self.header_bytes, TCP)
@@ -399,8 +423,13 @@ class TcpServer:
             pkt.wscale = self.shift if to.wscale is not None else None
         else:
             pkt.window = window_field(self.rwnd_bytes, shift)
-        if self.hold_s > 0:
-            self.clock.after(self.hold_s, self.host.send, pkt)
+        delay = self.hold_s
+        if self.jitter_s > 0 and self.rng is not None:
+            now = self.clock.now
+            self._tx_at = max(now + delay + self.rng.uniform(0.0, self.jitter_s), self._tx_at)
+            delay = self._tx_at - now
+        if delay > 0:
+            self.clock.after(delay, self.host.send, pkt)
         else:
             self.host.send(pkt)
 

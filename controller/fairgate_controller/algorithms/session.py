@@ -51,9 +51,9 @@ class SessionParams:
     floor_fps: float = 1.0
     settle_windows: int = 1
     measure_windows: int = 3
-    search_tolerance: float = 0.05
+    search_tolerance: float = 0.15
     max_search_probes: int = 24
-    low_fraction: float = 0.01
+    low_fraction: float = 0.05
     capacity_hint_fps: float | None = None
     hint_low: float = 0.5
     hint_high: float = 4.0
@@ -69,6 +69,8 @@ class SessionParams:
     change_drift: float = 0.1
     change_threshold: float = 0.3
     research_every_windows: int = 600
+    drain_correction: bool = True
+    confirm_ungated: bool = False
 
     def __post_init__(self) -> None:
         if self.strategy not in (1, 2):
@@ -265,6 +267,10 @@ class SessionController:
 
     def _objective(self, completion: float, admitted: float) -> float:
         if self._p.strategy == 1:
+            if self._p.drain_correction:
+                # completions above admissions drain flows admitted before this probe:
+                # the probe itself sustains at most what it admits
+                return min(completion, admitted)
             return completion
         excess = admitted - completion * (1.0 + self._p.feasibility_tolerance)
         return completion - self._p.penalty * max(0.0, excess)
@@ -274,6 +280,12 @@ class SessionController:
         a = probe.admitted / probe.seconds
         offered = probe.offered / probe.seconds if probe.offered_known else None
         return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a))
+
+    def _sustained(self, r: ProbeResult) -> float:
+        """The completion rate the probe itself sustains (drain-corrected, see params)."""
+        if self._p.drain_correction:
+            return min(r.completion_fps, r.admitted_fps)
+        return r.completion_fps
 
     def _restart(self) -> None:
         self._restarts += 1
@@ -367,16 +379,19 @@ class SessionController:
         self._start(admit)
 
     def _on_confirm(self, r: ProbeResult) -> None:
-        if r.admit_fps is not None:  # the candidate, fresh: now no gating, fresh
+        if r.admit_fps is not None:  # the candidate, fresh
             self._candidate_result = r
-            self._start(None)
-            return
-        self._baseline = r
-        if r.offered_fps is not None:
-            self._upper_fps = max(r.offered_fps, self._p.floor_fps)
+            if self._p.confirm_ungated:  # now no gating, fresh
+                self._start(None)
+                return
+            ungated = self._baseline
+        else:
+            ungated = self._baseline = r
+            if r.offered_fps is not None:
+                self._upper_fps = max(r.offered_fps, self._p.floor_fps)
         cand = self._candidate_result
-        assert cand is not None and self._candidate is not None
-        if cand.completion_fps <= r.completion_fps * (1.0 + self._p.gain_margin):
+        assert cand is not None and self._candidate is not None and ungated is not None
+        if self._sustained(cand) <= ungated.completion_fps * (1.0 + self._p.gain_margin):
             self._go_ungated()
             return
         center = self._candidate
@@ -431,7 +446,7 @@ class SessionController:
             return
         lower, upper = t.lower, r
         assert lower is not None
-        completion = (lower.completion_fps + upper.completion_fps) / 2.0
+        completion = (self._sustained(lower) + self._sustained(upper)) / 2.0
         offered = None
         if lower.offered_fps is not None and upper.offered_fps is not None:
             offered = (lower.offered_fps + upper.offered_fps) / 2.0

@@ -111,8 +111,11 @@ def test_strategy2_projects_onto_completion_rate_when_admissions_outrun():
 
 @pytest.mark.parametrize("strategy", [1, 2])
 def test_floor_holds_when_gating_harder_always_looks_better(strategy):
-    # completions grow as admissions fall (collapse everywhere): the search runs into the floor
-    c = SessionController(SessionParams(strategy=strategy, floor_fps=5.0, low_fraction=1e-3))
+    # completions grow as admissions fall (collapse everywhere): the search runs into the floor.
+    # The curve completes more than it admits below 20 flows/s, which the drain correction
+    # reads as a backlog draining (not sustainable), so it is off here.
+    p = SessionParams(strategy=strategy, floor_fps=5.0, low_fraction=1e-3, drain_correction=False)
+    c = SessionController(p)
     d = Driver(c, lambda a: 200.0 / (1.0 + a / 10.0), offered_fps=1000.0, seed=2)
     d.run(300)
     gated = [s for s in d.settings if s is not None]

@@ -29,14 +29,22 @@ DRAIN_S = 3.0
 SESSION_WINDOW_S = 2.0
 # Flows never time out within a run (a timed-out flow's close sends a FIN that the switch
 # would count as a completion); SYNs that are never admitted give up after 15 s
-# (tcp_syn_retries 3), which bounds the client's sockets. A process here stops near 20000.
+# (tcp_syn_retries 3: SYNs at 0, 1, 3 and 7 s, give up at 15 s), which bounds the client's
+# sockets. A process here stops near 20000.
 MAX_OPEN = 16000
+# The hosts' TCP is the one the simulator models (fairgate_sim.tcp) and the paper used:
+# Reno congestion control (this kernel's default is BBR, which paces and hardly backs off
+# on loss) and SYN retransmissions with exponential back-off (kernels >= 6.5 retry the
+# first tcp_syn_linear_timeouts = 4 SYNs every 1 s and give up after 4 s with 3 retries:
+# three times the SYN load on the gated queue). All per network namespace.
 SYSCTLS = {
     "net.core.somaxconn": "4096",
     "net.ipv4.tcp_max_syn_backlog": "4096",
     "net.ipv4.ip_local_port_range": "1024 65535",
     "net.ipv4.tcp_tw_reuse": "1",
     "net.ipv4.tcp_syn_retries": "3",
+    "net.ipv4.tcp_syn_linear_timeouts": "0",
+    "net.ipv4.tcp_congestion_control": "reno",
 }
 
 
