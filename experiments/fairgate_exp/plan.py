@@ -106,6 +106,7 @@ class TcpPlan:
     stop_s: float
     path: tuple[tuple[str, int], ...]
     jitter_s: float = 0.0  # the simulator's per-packet processing jitter
+    kernel_hz: int | None = None  # the simulator's timer wheel for TCP retransmissions
 
     def paced(self, algo: str) -> bool:
         """Whether this generator's flows are paced senders (else TCP) under ``algo``."""
@@ -493,6 +494,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 stop,
                 data,
                 jitter_s=units.parse_time(t.jitter),
+                kernel_hz=t.kernel_hz,
             )
         )
     for i, a in enumerate(exp.cm):

@@ -167,6 +167,9 @@ class TcpGenerator(Strict):
     # BMv2 have it for real, and without it drop-tail queues lock in on ack-clocked
     # packets (docs/session-control.md, "TCP in the simulator and on BMv2")
     jitter: TimeStr = "0ms"
+    # simulator only: SYN and data retransmission timers fire on Linux's timer wheel of
+    # this HZ (this lab's kernel: 250), which batches the retransmissions of all flows
+    kernel_hz: int | None = Field(default=None, ge=1)
     start: TimeStr = "0s"
     stop: TimeStr | None = None  # arrivals stop here (default: the end of the run - drain)
     drain: TimeStr = "0s"  # with no stop: arrivals end this long before the run does

@@ -31,6 +31,7 @@ from 0 in each direction (no ISN; SYN and FIN take one number each only for the 
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,20 @@ SERVER_PORT = 5001
 RWND_DEFAULT = 6 * 1024 * 1024  # Linux's tcp_rmem[2], where autotuning ends
 MAX_WINDOW_FIELD = 0xFFFF
 _EPS = 1e-9
+
+
+def timer_wheel_expiry(now: float, t: float, hz: int) -> float:
+    """When Linux's timer wheel (kernel/time/timer.c, 64 buckets per level, each level 8x
+    coarser) runs a timer armed at ``now`` for ``t``: never early, at the end of the
+    bucket of the level that fits the delay, in jiffies of ``1/hz``. Every socket's timers
+    share the buckets, so retransmissions of many flows leave together."""
+    expires = math.ceil(t * hz - 1e-6)
+    delta = expires - math.floor(now * hz + 1e-6)
+    level = 0
+    while level < 8 and delta >= 63 << (3 * level):
+        level += 1
+    shift = 3 * level
+    return ((expires >> shift) + 1 << shift) / hz
 
 
 def wscale_for(rwnd_bytes: int) -> int:
@@ -80,10 +95,14 @@ class TcpConfig:
     # Per-packet processing delay, uniform in [0, jitter_s], in order per sender (see
     # the module doc: it breaks the drop-tail phase lock-in of a jitter-free model).
     jitter_s: float = 0.0
+    # Retransmission timers (SYN and data) on Linux's timer wheel of this HZ (None: exact)
+    kernel_hz: int | None = None
 
     def __post_init__(self) -> None:
         if self.jitter_s < 0:
             raise ValueError("jitter_s must be >= 0")
+        if self.kernel_hz is not None and self.kernel_hz < 1:
+            raise ValueError("kernel_hz must be >= 1")
         if self.mss < 1 or self.init_cwnd < 1 or self.dupthresh < 1:
             raise ValueError("mss, init_cwnd and dupthresh must be >= 1")
         if self.rwnd_bytes < 1 or not 0 <= (self.wscale or 0) <= g.FG_TCP_MAX_WSCALE:
@@ -213,7 +232,11 @@ class TcpFlow:
         self.syn_attempts += 1
         self._syn_at = self.clock.now
         self._emit(SYN, 0, 0, 0)
-        self.timer.set(self.clock.now + self.cfg.syn_rto_s * 2 ** (self.syn_attempts - 1))
+        self._arm(self.clock.now + self.cfg.syn_rto_s * 2 ** (self.syn_attempts - 1))
+
+    def _arm(self, t: float) -> None:
+        hz = self.cfg.kernel_hz
+        self.timer.set(t if hz is None else timer_wheel_expiry(self.clock.now, t, hz))
 
     def _emit(self, flags: int, seq: int, ack: int, length: int) -> None:
         h = self.host
@@ -249,7 +272,7 @@ class TcpFlow:
         if i + 1 > self.high:
             self.high = i + 1
         if self.timer.deadline is None:
-            self.timer.set(now + self.rto_s())
+            self._arm(now + self.rto_s())
 
     def _push(self) -> None:
         cwnd = max(1, int(self.cwnd))
@@ -332,7 +355,7 @@ class TcpFlow:
             if a > self.nseg:
                 self.timer.cancel()  # everything, FIN included, is acknowledged
             else:
-                self.timer.set(now + self.rto_s())
+                self._arm(now + self.rto_s())
         elif dup_ok and a == self.una and self.high > self.una:
             self.dupacks += 1
             if self.in_recovery:
@@ -344,7 +367,7 @@ class TcpFlow:
                 self.fast_retransmits += 1
                 self._send_segment(self.una)
                 self.cwnd = self.ssthresh + c.dupthresh
-                self.timer.set(now + self.rto_s())
+                self._arm(now + self.rto_s())
         self._push()
 
     def _on_timer(self) -> None:
@@ -369,7 +392,7 @@ class TcpFlow:
         self._timing = None
         self.rtt.on_timeout()
         self.nxt = self.una  # go back N
-        self.timer.set(self.clock.now + self.rto_s())
+        self._arm(self.clock.now + self.rto_s())
         self._push()
 
 

@@ -179,7 +179,12 @@ class SimEngine:
             self.net.hosts[gen.src],
             self.net.ip(gen.dst),
             tcp_specs(gen, self._plan.seed),
-            TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries, jitter_s=gen.jitter_s),
+            TcpConfig(
+                mss=gen.mss,
+                syn_retries=gen.syn_retries,
+                jitter_s=gen.jitter_s,
+                kernel_hz=gen.kernel_hz,
+            ),
             max_open=gen.max_open,
             seed=f"{self._plan.seed}-client-{gen.name}",
         )
