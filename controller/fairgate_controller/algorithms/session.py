@@ -71,6 +71,7 @@ class SessionParams:
     research_every_windows: int = 600
     drain_correction: bool = True
     confirm_ungated: bool = False
+    noise_z: float = 0.5
 
     def __post_init__(self) -> None:
         if self.strategy not in (1, 2):
@@ -106,6 +107,7 @@ class ProbeResult:
     admitted_fps: float
     offered_fps: float | None
     objective: float
+    completions: float = 0.0  # the count behind completion_fps (its Poisson noise)
 
 
 @dataclass(slots=True)
@@ -265,21 +267,28 @@ class SessionController:
         same = self._probe.admit_fps == admit
         self._probe = self._new_probe(admit, settle=settle and not same)
 
-    def _objective(self, completion: float, admitted: float) -> float:
+    def _tolerance(self, completions: float) -> float:
+        """Strategy 2's feasibility tolerance on A / F - 1: the fixed one plus ``noise_z``
+        standard deviations of a Poisson count (a measured A a little above F is noise)."""
+        p = self._p
+        return p.feasibility_tolerance + p.noise_z / math.sqrt(max(completions, 1.0))
+
+    def _objective(self, completion: float, admitted: float, completions: float = 0.0) -> float:
         if self._p.strategy == 1:
             if self._p.drain_correction:
                 # completions above admissions drain flows admitted before this probe:
                 # the probe itself sustains at most what it admits
                 return min(completion, admitted)
             return completion
-        excess = admitted - completion * (1.0 + self._p.feasibility_tolerance)
+        excess = admitted - completion * (1.0 + self._tolerance(completions))
         return completion - self._p.penalty * max(0.0, excess)
 
     def _result(self, probe: _Probe) -> ProbeResult:
         f = probe.completions / probe.seconds
         a = probe.admitted / probe.seconds
         offered = probe.offered / probe.seconds if probe.offered_known else None
-        return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a))
+        n = probe.completions
+        return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a, n), n)
 
     def _sustained(self, r: ProbeResult) -> float:
         """The completion rate the probe itself sustains (drain-corrected, see params)."""
@@ -456,10 +465,9 @@ class SessionController:
             self._restart()
             return
         excess = upper.admitted_fps / max(upper.completion_fps, 1e-9) - 1.0
-        t.infeasible = t.infeasible + 1 if excess > p.feasibility_tolerance else 0
-        if p.strategy == 2 and (
-            t.infeasible >= p.infeasible_pairs or excess > 3.0 * p.feasibility_tolerance
-        ):
+        tol = self._tolerance(upper.completions)
+        t.infeasible = t.infeasible + 1 if excess > tol else 0
+        if p.strategy == 2 and (t.infeasible >= p.infeasible_pairs or excess > 3.0 * tol):
             # admissions persistently outrun completions: project onto the completion rate
             t.infeasible = 0
             self._move(max(p.floor_fps, upper.completion_fps))
