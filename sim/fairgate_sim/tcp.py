@@ -5,15 +5,36 @@ for the server's FIN (like ``fairgate_hosts.traffic.client``); ``TcpServer`` is 
 sink (``traffic.server``): it acks every segment, and once all data and the client's
 FIN are in it sends its own FIN (FIN+ACK, one packet).
 
-Modelled: the 3-way handshake with SYN retransmission (initial SYN RTO 1 s, doubling,
-``syn_retries`` retries as Linux's ``tcp_syn_retries``, then the connect fails), slow
-start from an initial window (1 segment when the SYN was retransmitted, RFC 5681),
-congestion avoidance (+1 segment per window), fast retransmit on ``dupthresh`` duplicate
-acks and fast recovery with window inflation and NewReno partial acks, the
-retransmission timeout of ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298, Linux's floor
-RTO >= SRTT + 200 ms) with exponential backoff and go-back-N, Karn's rule (one timed
-segment per flight, no sample from retransmissions; the SYN-ACK samples the last SYN,
-as timestamps would), and FIN as one sequence number retransmitted like data.
+The Linux behaviour it models (the BMv2 labs' hosts run Reno with exponential SYN
+back-off, ``fairgate_topo.scenarios.session_control.SYSCTLS``; tests in
+tests/unit/sim/test_tcp.py check each rule):
+
+- initial window 10 segments (IW10); 1 segment only after more than one SYN
+  retransmission (``tcp_init_transfer``);
+- SYN retransmission: initial RTO 1 s, doubling, ``syn_retries`` retries
+  (``tcp_syn_retries``; ``tcp_syn_linear_timeouts = 0``), then the connect fails;
+- data RTO from ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298 with Linux's floor
+  RTO >= SRTT + 200 ms, ``tcp_rto_min``), exponential back-off, go-back-N after a
+  timeout, Karn's rule (one timed segment per flight; the SYN-ACK samples the last SYN,
+  as timestamps would), ``data_retries`` timeouts (``tcp_retries2``), FIN as one
+  sequence number retransmitted like data;
+- with ``kernel_hz``: every retransmission timer fires on Linux's timer wheel
+  (``timer_wheel_expiry``): rounded up to its level's granularity (HZ 250: 4 ms below
+  252 ms, 32 ms below 2 s, 256 ms below 16 s), in buckets shared by all sockets, so the
+  SYN and data retries of many flows leave together (measured on the lab: first SYNs get
+  through a meter far more often than retries);
+- slow start, congestion avoidance (+1 segment per window), fast retransmit on
+  ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
+  acks; no SACK (Linux negotiates SACK and adds RACK/TLP: for flows of a few segments
+  that recover mostly by RTO this matters little; a known difference);
+- no delayed acks: the server acks every segment, as Linux's quick-ack mode does for the
+  first segments of a connection (all of a short flow);
+- with ``jitter_s``: every packet leaves after a random processing delay, uniform in
+  [0, jitter_s], in order per sender. Without it a drop-tail queue in a jitter-free
+  model hands each freed slot to the ack-clocked packet that arrives at the same
+  instant (the phase effect of Floyd and Jacobson 1992), so SYNs lose unrealistically;
+  the lab's hosts and BMv2 have milliseconds of such noise.
+
 Receive window: every segment carries the window field, the SYN and SYN-ACK the window
 scale option (RFC 7323: windows in SYNs are unscaled, the shift applies only when both
 sides sent the option); the server advertises ``rwnd_bytes`` (a fixed buffer: the app
@@ -22,11 +43,13 @@ the window of the latest ACK (a switch may have lowered it: FICCRD), at least on
 segment (a window below one MSS lets one out rather than waiting for a persist probe).
 
 Not modelled: receive-window autotuning (the default is Linux's tcp_rmem maximum,
-6 MiB, with shift 7), window probes, delayed acks,
-SACK, timestamps, ECN, RST, TIME_WAIT, Nagle, segment sizes below the MSS except the
-last, header options, the server's own retransmissions (a lost FIN+ACK is recovered by
-the client retransmitting its FIN) and SYN-ACK retries. Sequence numbers count bytes
-from 0 in each direction (no ISN; SYN and FIN take one number each only for the FIN).
+6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, SACK, RACK/TLP,
+timestamps, ECN, RST, TIME_WAIT, Nagle, a FIN riding on the last data segment, segment
+sizes below the MSS except the last, header options, the server's own retransmissions
+(a lost FIN+ACK is recovered by the client retransmitting its FIN; Linux's server
+retransmits its SYN-ACK and FIN, which a switch counting FINs sees twice) and SYN-ACK
+retries. Sequence numbers count bytes from 0 in each direction (no ISN; SYN and FIN take
+one number each only for the FIN).
 """
 
 from __future__ import annotations
