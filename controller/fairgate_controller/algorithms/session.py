@@ -72,6 +72,7 @@ class SessionParams:
     drain_correction: bool = True
     confirm_ungated: bool = False
     noise_z: float = 0.5
+    climb_when_feasible: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in (1, 2):
@@ -473,6 +474,18 @@ class SessionController:
             self._move(max(p.floor_fps, upper.completion_fps))
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = -1.0
+            self._track_probe(0)
+            return
+        low_excess = lower.admitted_fps / max(lower.completion_fps, 1e-9) - 1.0
+        if p.strategy == 2 and p.climb_when_feasible and max(excess, low_excess) <= 0.0:
+            # Below the knee F = A, so F rises with the admit rate by exactly the probes'
+            # spacing, a signal the Poisson noise of a probe swamps (the lab's tracking
+            # random-walked at half the knee): while both probes admit no faster than
+            # flows complete, climb by one capped step; above the knee it holds, and the
+            # projection above brings it back when admissions clearly outrun completions.
+            t.step = min(max(t.step * 1.5, p.step_min), 2.0 * p.probe_offset)
+            t.last_sign = 1.0
+            self._move(t.center * math.exp(t.step))
             self._track_probe(0)
             return
         diff = upper.objective - lower.objective

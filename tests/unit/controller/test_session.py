@@ -91,7 +91,10 @@ def test_strategy2_settles_at_the_knee_not_above_completion_rate(seed):
     # strategy 1 would sit near 250 flows/s (completing 107/s); strategy 2 at the knee, 100
     assert statistics.median(installed) == pytest.approx(100.0, rel=0.10)
     ratios = [a / curve(a) for a in installed]  # admit rate over the completion rate it gets
-    assert statistics.median(ratios) <= 1.0 + p.feasibility_tolerance
+    # the tolerance strategy 2 applies at the knee: fixed part + noise_z Poisson sigmas of
+    # the completions a probe counts there (100 flows/s x measure_windows x 1 s windows)
+    tol = p.feasibility_tolerance + p.noise_z / (100.0 * p.measure_windows * d.window_s) ** 0.5
+    assert statistics.median(ratios) <= 1.0 + tol
     # probing excursions (one up-step of at most 2 x probe_offset, or a re-search after a
     # false alarm) stay rare
     assert sum(r > 1.10 for r in ratios) <= 0.1 * len(ratios)
