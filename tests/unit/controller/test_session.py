@@ -214,3 +214,30 @@ def test_cusum_alarms_on_shift_not_on_noise():
     cusum.update(100.0)
     alarms = [cusum.update(122.0) for _ in range(3)]
     assert alarms == [False, False, True]  # a 22 % rise adds 0.12 per sample over the drift
+
+
+@pytest.mark.parametrize(("drain", "expected"), [(True, 20.0), (False, 80.0)])
+def test_drain_correction_counts_at_most_the_admissions(drain, expected):
+    # a probe right after a cut completes the backlog of earlier admissions: 80 flows/s
+    # complete while 20/s are admitted; only 20 of them are the probe's own
+    p = SessionParams(settle_windows=0, measure_windows=1, drain_correction=drain)
+    c = SessionController(p)
+    c.update(admitted_syns=200.0, completions=20.0, window_s=1.0, offered_syns=200.0)
+    assert c.phase is Phase.SEARCH and c.admit_fps is not None
+    c.update(admitted_syns=20.0, completions=80.0, window_s=1.0, offered_syns=200.0)
+    assert c.evaluations[-1].objective == pytest.approx(expected)
+
+
+def test_confirm_does_not_reopen_the_gate_unless_asked():
+    # after the search, the winner is compared with the baseline: no ungated probe
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, table1(), offered_fps=1000.0, noise=0.0, seed=0)
+    d.run(120)
+    assert c.phase is Phase.TRACK
+    first_gate = next(i for i, s in enumerate(d.settings) if s is not None)
+    assert all(s is not None for s in d.settings[first_gate:])
+    c2 = SessionController(SessionParams(strategy=1, confirm_ungated=True))
+    d2 = Driver(c2, table1(), offered_fps=1000.0, noise=0.0, seed=0)
+    d2.run(120)
+    first_gate = next(i for i, s in enumerate(d2.settings) if s is not None)
+    assert any(s is None for s in d2.settings[first_gate:])
