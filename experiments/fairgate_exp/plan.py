@@ -107,6 +107,8 @@ class TcpPlan:
     start_s: float
     stop_s: float
     path: tuple[tuple[str, int], ...]
+    jitter_s: float = 0.0  # the simulator's per-packet processing jitter
+    kernel_hz: int | None = None  # the simulator's timer wheel for TCP retransmissions
 
     def paced(self, algo: str) -> bool:
         """Whether this generator's flows are paced senders (else TCP) under ``algo``."""
@@ -544,6 +546,8 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 units.parse_time(t.start),
                 stop,
                 data,
+                jitter_s=units.parse_time(t.jitter),
+                kernel_hz=t.kernel_hz,
             )
         )
         if plan.tcp[-1].bulk:

@@ -189,6 +189,14 @@ class TcpGenerator(Strict):
     syn_retries: int = Field(default=3, ge=0)  # the labs' tcp_syn_retries
     max_open: int | None = Field(default=None, ge=1)  # beyond it an arrival is "capped"
     hold: TimeStr = "0ms"  # the server holds every packet it sends (RTT emulation)
+    # simulator only: every TCP packet of the client and server leaves after a random
+    # processing delay, uniform in [0, jitter], in order per sender: the lab's hosts and
+    # BMv2 have it for real, and without it drop-tail queues lock in on ack-clocked
+    # packets (docs/session-control.md, "TCP in the simulator and on BMv2")
+    jitter: TimeStr = "0ms"
+    # simulator only: SYN and data retransmission timers fire on Linux's timer wheel of
+    # this HZ (this lab's kernel: 250), which batches the retransmissions of all flows
+    kernel_hz: int | None = Field(default=None, ge=1)
     start: TimeStr = "0s"
     stop: TimeStr | None = None  # arrivals stop here (default: the end of the run - drain)
     drain: TimeStr = "0s"  # with no stop: arrivals end this long before the run does

@@ -5,15 +5,36 @@ for the server's FIN (like ``fairgate_hosts.traffic.client``); ``TcpServer`` is 
 sink (``traffic.server``): it acks every segment, and once all data and the client's
 FIN are in it sends its own FIN (FIN+ACK, one packet).
 
-Modelled: the 3-way handshake with SYN retransmission (initial SYN RTO 1 s, doubling,
-``syn_retries`` retries as Linux's ``tcp_syn_retries``, then the connect fails), slow
-start from an initial window (1 segment when the SYN was retransmitted, RFC 5681),
-congestion avoidance (+1 segment per window), fast retransmit on ``dupthresh`` duplicate
-acks and fast recovery with window inflation and NewReno partial acks, the
-retransmission timeout of ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298, Linux's floor
-RTO >= SRTT + 200 ms) with exponential backoff and go-back-N, Karn's rule (one timed
-segment per flight, no sample from retransmissions; the SYN-ACK samples the last SYN,
-as timestamps would), and FIN as one sequence number retransmitted like data.
+The Linux behaviour it models (the BMv2 labs' hosts run Reno with exponential SYN
+back-off, ``fairgate_topo.scenarios.session_control.SYSCTLS``; tests in
+tests/unit/sim/test_tcp.py check each rule):
+
+- initial window 10 segments (IW10); 1 segment only after more than one SYN
+  retransmission (``tcp_init_transfer``);
+- SYN retransmission: initial RTO 1 s, doubling, ``syn_retries`` retries
+  (``tcp_syn_retries``; ``tcp_syn_linear_timeouts = 0``), then the connect fails;
+- data RTO from ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298 with Linux's floor
+  RTO >= SRTT + 200 ms, ``tcp_rto_min``), exponential back-off, go-back-N after a
+  timeout, Karn's rule (one timed segment per flight; the SYN-ACK samples the last SYN,
+  as timestamps would), ``data_retries`` timeouts (``tcp_retries2``), FIN as one
+  sequence number retransmitted like data;
+- with ``kernel_hz``: every retransmission timer fires on Linux's timer wheel
+  (``timer_wheel_expiry``): rounded up to its level's granularity (HZ 250: 4 ms below
+  252 ms, 32 ms below 2 s, 256 ms below 16 s), in buckets shared by all sockets, so the
+  SYN and data retries of many flows leave together (measured on the lab: first SYNs get
+  through a meter far more often than retries);
+- slow start, congestion avoidance (+1 segment per window), fast retransmit on
+  ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
+  acks; no SACK (Linux negotiates SACK and adds RACK/TLP: for flows of a few segments
+  that recover mostly by RTO this matters little; a known difference);
+- no delayed acks: the server acks every segment, as Linux's quick-ack mode does for the
+  first segments of a connection (all of a short flow);
+- with ``jitter_s``: every packet leaves after a random processing delay, uniform in
+  [0, jitter_s], in order per sender. Without it a drop-tail queue in a jitter-free
+  model hands each freed slot to the ack-clocked packet that arrives at the same
+  instant (the phase effect of Floyd and Jacobson 1992), so SYNs lose unrealistically;
+  the lab's hosts and BMv2 have milliseconds of such noise.
+
 Receive window: every segment carries the window field, the SYN and SYN-ACK the window
 scale option (RFC 7323: windows in SYNs are unscaled, the shift applies only when both
 sides sent the option); the server advertises ``rwnd_bytes`` (a fixed buffer: the app
@@ -22,15 +43,19 @@ the window of the latest ACK (a switch may have lowered it: FICCRD), at least on
 segment (a window below one MSS lets one out rather than waiting for a persist probe).
 
 Not modelled: receive-window autotuning (the default is Linux's tcp_rmem maximum,
-6 MiB, with shift 7), window probes, delayed acks,
-SACK, timestamps, ECN, RST, TIME_WAIT, Nagle, segment sizes below the MSS except the
-last, header options, the server's own retransmissions (a lost FIN+ACK is recovered by
-the client retransmitting its FIN) and SYN-ACK retries. Sequence numbers count bytes
-from 0 in each direction (no ISN; SYN and FIN take one number each only for the FIN).
+6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, SACK, RACK/TLP,
+timestamps, ECN, RST, TIME_WAIT, Nagle, a FIN riding on the last data segment, segment
+sizes below the MSS except the last, header options, the server's own retransmissions
+(a lost FIN+ACK is recovered by the client retransmitting its FIN; Linux's server
+retransmits its SYN-ACK and FIN, which a switch counting FINs sees twice) and SYN-ACK
+retries. Sequence numbers count bytes from 0 in each direction (no ISN; SYN and FIN take
+one number each only for the FIN).
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,6 +72,20 @@ SERVER_PORT = 5001
 RWND_DEFAULT = 6 * 1024 * 1024  # Linux's tcp_rmem[2], where autotuning ends
 MAX_WINDOW_FIELD = 0xFFFF
 _EPS = 1e-9
+
+
+def timer_wheel_expiry(now: float, t: float, hz: int) -> float:
+    """When Linux's timer wheel (kernel/time/timer.c, 64 buckets per level, each level 8x
+    coarser) runs a timer armed at ``now`` for ``t``: never early, at the end of the
+    bucket of the level that fits the delay, in jiffies of ``1/hz``. Every socket's timers
+    share the buckets, so retransmissions of many flows leave together."""
+    expires = math.ceil(t * hz - 1e-6)
+    delta = expires - math.floor(now * hz + 1e-6)
+    level = 0
+    while level < 8 and delta >= 63 << (3 * level):
+        level += 1
+    shift = 3 * level
+    return ((expires >> shift) + 1 << shift) / hz
 
 
 def wscale_for(rwnd_bytes: int) -> int:
@@ -76,8 +115,17 @@ class TcpConfig:
     max_cwnd: float = 100_000.0
     rwnd_bytes: int = RWND_DEFAULT  # the window this end advertises
     wscale: int | None = None  # its window-scale option; None: the smallest that fits
+    # Per-packet processing delay, uniform in [0, jitter_s], in order per sender (see
+    # the module doc: it breaks the drop-tail phase lock-in of a jitter-free model).
+    jitter_s: float = 0.0
+    # Retransmission timers (SYN and data) on Linux's timer wheel of this HZ (None: exact)
+    kernel_hz: int | None = None
 
     def __post_init__(self) -> None:
+        if self.jitter_s < 0:
+            raise ValueError("jitter_s must be >= 0")
+        if self.kernel_hz is not None and self.kernel_hz < 1:
+            raise ValueError("kernel_hz must be >= 1")
         if self.mss < 1 or self.init_cwnd < 1 or self.dupthresh < 1:
             raise ValueError("mss, init_cwnd and dupthresh must be >= 1")
         if self.rwnd_bytes < 1 or not 0 <= (self.wscale or 0) <= g.FG_TCP_MAX_WSCALE:
@@ -134,6 +182,7 @@ class TcpFlow:
     cfg: TcpConfig = field(default_factory=TcpConfig)
     dport: int = SERVER_PORT
     on_end: Callable[[TcpFlow], None] | None = None
+    rng: random.Random | None = None  # draws the jitter (cfg.jitter_s > 0)
     state: str = "closed"  # closed, syn_sent, established, done
     outcome: str | None = None
     sport: int = 0
@@ -171,6 +220,7 @@ class TcpFlow:
         self.snd_wscale = 0  # the peer's shift (both SYNs carried the option)
         self.snd_wnd = MAX_WINDOW_FIELD  # bytes the peer lets us have in flight
         self.window_limited = 0  # pushes that stopped at snd_wnd below cwnd
+        self._tx_at = 0.0  # when the latest jittered packet leaves (keeps them in order)
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -205,7 +255,11 @@ class TcpFlow:
         self.syn_attempts += 1
         self._syn_at = self.clock.now
         self._emit(SYN, 0, 0, 0)
-        self.timer.set(self.clock.now + self.cfg.syn_rto_s * 2 ** (self.syn_attempts - 1))
+        self._arm(self.clock.now + self.cfg.syn_rto_s * 2 ** (self.syn_attempts - 1))
+
+    def _arm(self, t: float) -> None:
+        hz = self.cfg.kernel_hz
+        self.timer.set(t if hz is None else timer_wheel_expiry(self.clock.now, t, hz))
 
     def _emit(self, flags: int, seq: int, ack: int, length: int) -> None:
         h = self.host
@@ -216,7 +270,15 @@ class TcpFlow:
             pkt.wscale = self.rcv_wscale
         else:
             pkt.window = window_field(self.cfg.rwnd_bytes, self.rcv_wscale)
-        h.send(pkt)
+        j = self.cfg.jitter_s
+        if j > 0:
+            if self.rng is None:
+                raise ValueError("a jitter_s > 0 needs an rng")
+            now = self.clock.now
+            self._tx_at = max(now + self.rng.uniform(0.0, j), self._tx_at)
+            self.clock.at(self._tx_at, h.send, pkt)
+        else:
+            h.send(pkt)
 
     def _send_segment(self, i: int) -> None:
         now = self.clock.now
@@ -233,7 +295,7 @@ class TcpFlow:
         if i + 1 > self.high:
             self.high = i + 1
         if self.timer.deadline is None:
-            self.timer.set(now + self.rto_s())
+            self._arm(now + self.rto_s())
 
     def _push(self) -> None:
         cwnd = max(1, int(self.cwnd))
@@ -265,7 +327,10 @@ class TcpFlow:
                 self.snd_wscale = pkt.wscale or 0  # we always send the option
                 self.snd_wnd = pkt.window  # unscaled in a SYN-ACK
                 self.state = "established"
-                self.cwnd = 1.0 if self.syn_attempts > 1 else float(self.cfg.init_cwnd)
+                # Linux (tcp_init_transfer): IW = 1 segment only after more than one
+                # SYN retransmission (RFC 6298's 1 s initial RTO makes one spurious)
+                retried = self.syn_attempts - 1
+                self.cwnd = 1.0 if retried > 1 else float(self.cfg.init_cwnd)
                 self.timer.cancel()
                 self._emit(ACK, 0, 1, 0)
                 self._push()
@@ -313,7 +378,7 @@ class TcpFlow:
             if a > self.nseg:
                 self.timer.cancel()  # everything, FIN included, is acknowledged
             else:
-                self.timer.set(now + self.rto_s())
+                self._arm(now + self.rto_s())
         elif dup_ok and a == self.una and self.high > self.una:
             self.dupacks += 1
             if self.in_recovery:
@@ -325,7 +390,7 @@ class TcpFlow:
                 self.fast_retransmits += 1
                 self._send_segment(self.una)
                 self.cwnd = self.ssthresh + c.dupthresh
-                self.timer.set(now + self.rto_s())
+                self._arm(now + self.rto_s())
         self._push()
 
     def _on_timer(self) -> None:
@@ -350,7 +415,7 @@ class TcpFlow:
         self._timing = None
         self.rtt.on_timeout()
         self.nxt = self.una  # go back N
-        self.timer.set(self.clock.now + self.rto_s())
+        self._arm(self.clock.now + self.rto_s())
         self._push()
 
 
@@ -384,12 +449,17 @@ class TcpServer:
     hold_s: float = 0.0
     rwnd_bytes: int = RWND_DEFAULT  # the receive window it advertises
     wscale: int | None = None  # its window-scale option; None: the smallest that fits
+    jitter_s: float = 0.0  # as TcpConfig.jitter_s, in order over all its packets
+    rng: random.Random | None = None
     conns: dict[tuple[str, int], _Conn] = field(default_factory=dict)
     stats: ServerStats = field(default_factory=ServerStats)
 
     def __post_init__(self) -> None:
         self.host.bind(self.on_packet, self.port)
         self.shift = wscale_for(self.rwnd_bytes) if self.wscale is None else self.wscale
+        if self.jitter_s > 0 and self.rng is None:
+            raise ValueError("a jitter_s > 0 needs an rng")
+        self._tx_at = 0.0
 
     def _send(self, to: Packet, flags: int, seq: int, ack: int, shift: int = 0) -> None:
         pkt = Packet(self.host.ip, to.src, self.port, to.sport, self.header_bytes, TCP)
@@ -399,8 +469,13 @@ class TcpServer:
             pkt.wscale = self.shift if to.wscale is not None else None
         else:
             pkt.window = window_field(self.rwnd_bytes, shift)
-        if self.hold_s > 0:
-            self.clock.after(self.hold_s, self.host.send, pkt)
+        delay = self.hold_s
+        if self.jitter_s > 0 and self.rng is not None:
+            now = self.clock.now
+            self._tx_at = max(now + delay + self.rng.uniform(0.0, self.jitter_s), self._tx_at)
+            delay = self._tx_at - now
+        if delay > 0:
+            self.clock.after(delay, self.host.send, pkt)
         else:
             self.host.send(pkt)
 

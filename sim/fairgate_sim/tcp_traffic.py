@@ -5,6 +5,7 @@ their arrival times, recorded as the client's ``FlowRecord``s so that
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ class TcpClient:
     cfg: TcpConfig = field(default_factory=TcpConfig)
     dport: int = SERVER_PORT
     max_open: int | None = None
+    seed: int | str = 1  # for the per-packet jitter (cfg.jitter_s > 0)
     records: list[FlowRecord] = field(default_factory=list)
     open: dict[int, tuple[FlowSpec, TcpFlow]] = field(default_factory=dict)
     peak_open: int = 0
@@ -55,6 +57,7 @@ class TcpClient:
 
     def __post_init__(self) -> None:
         self._it: Iterator[FlowSpec] = iter(self.flows)
+        self._rng = random.Random(self.seed)
         self._schedule_next()
 
     def _schedule_next(self) -> None:
@@ -72,7 +75,9 @@ class TcpClient:
                 FlowRecord(spec.index, spec.start_s, spec.size_bytes, outcome="capped")
             )
             return
-        flow = TcpFlow(self.clock, self.host, self.dst, spec.size_bytes, self.cfg, self.dport)
+        flow = TcpFlow(
+            self.clock, self.host, self.dst, spec.size_bytes, self.cfg, self.dport, rng=self._rng
+        )
         flow.on_end = lambda f, s=spec: self._ended(s, f)
         self.open[spec.index] = (spec, flow)
         self.peak_open = max(self.peak_open, len(self.open))

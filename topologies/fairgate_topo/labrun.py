@@ -18,12 +18,20 @@ from fairgate_topo.procs import ProcessGroup, Tracked
 PY = sys.executable
 
 # Host settings for TCP generators: backlogs and port range for thousands of short flows.
+# The hosts' TCP is the one the simulator models (fairgate_sim.tcp) and the papers used:
+# Reno congestion control (this kernel's default is BBR, which paces and hardly backs off
+# on loss) and SYN retransmissions with exponential back-off (kernels >= 6.5 retry the
+# first tcp_syn_linear_timeouts = 4 SYNs every 1 s and give up after 4 s with 3 retries:
+# three times the SYN load on a gated queue; older kernels lack the key and ignore it).
+# All per network namespace.
 SYSCTLS = {
     "net.core.somaxconn": "4096",
     "net.ipv4.tcp_max_syn_backlog": "4096",
     "net.ipv4.ip_local_port_range": "1024 65535",
     "net.ipv4.tcp_tw_reuse": "1",
     "net.ipv4.tcp_syn_retries": "3",
+    "net.ipv4.tcp_syn_linear_timeouts": "0",
+    "net.ipv4.tcp_congestion_control": "reno",
 }
 
 

@@ -51,9 +51,9 @@ class SessionParams:
     floor_fps: float = 1.0
     settle_windows: int = 1
     measure_windows: int = 3
-    search_tolerance: float = 0.05
+    search_tolerance: float = 0.15
     max_search_probes: int = 24
-    low_fraction: float = 0.01
+    low_fraction: float = 0.05
     capacity_hint_fps: float | None = None
     hint_low: float = 0.5
     hint_high: float = 4.0
@@ -69,6 +69,10 @@ class SessionParams:
     change_drift: float = 0.1
     change_threshold: float = 0.3
     research_every_windows: int = 600
+    drain_correction: bool = True
+    confirm_ungated: bool = False
+    noise_z: float = 0.5
+    climb_when_feasible: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in (1, 2):
@@ -104,6 +108,7 @@ class ProbeResult:
     admitted_fps: float
     offered_fps: float | None
     objective: float
+    completions: float = 0.0  # the count behind completion_fps (its Poisson noise)
 
 
 @dataclass(slots=True)
@@ -263,17 +268,34 @@ class SessionController:
         same = self._probe.admit_fps == admit
         self._probe = self._new_probe(admit, settle=settle and not same)
 
-    def _objective(self, completion: float, admitted: float) -> float:
+    def _tolerance(self, completions: float) -> float:
+        """Strategy 2's feasibility tolerance on A / F - 1: the fixed one plus ``noise_z``
+        standard deviations of a Poisson count (a measured A a little above F is noise)."""
+        p = self._p
+        return p.feasibility_tolerance + p.noise_z / math.sqrt(max(completions, 1.0))
+
+    def _objective(self, completion: float, admitted: float, completions: float = 0.0) -> float:
         if self._p.strategy == 1:
+            if self._p.drain_correction:
+                # completions above admissions drain flows admitted before this probe:
+                # the probe itself sustains at most what it admits
+                return min(completion, admitted)
             return completion
-        excess = admitted - completion * (1.0 + self._p.feasibility_tolerance)
+        excess = admitted - completion * (1.0 + self._tolerance(completions))
         return completion - self._p.penalty * max(0.0, excess)
 
     def _result(self, probe: _Probe) -> ProbeResult:
         f = probe.completions / probe.seconds
         a = probe.admitted / probe.seconds
         offered = probe.offered / probe.seconds if probe.offered_known else None
-        return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a))
+        n = probe.completions
+        return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a, n), n)
+
+    def _sustained(self, r: ProbeResult) -> float:
+        """The completion rate the probe itself sustains (drain-corrected, see params)."""
+        if self._p.drain_correction:
+            return min(r.completion_fps, r.admitted_fps)
+        return r.completion_fps
 
     def _restart(self) -> None:
         self._restarts += 1
@@ -367,16 +389,19 @@ class SessionController:
         self._start(admit)
 
     def _on_confirm(self, r: ProbeResult) -> None:
-        if r.admit_fps is not None:  # the candidate, fresh: now no gating, fresh
+        if r.admit_fps is not None:  # the candidate, fresh
             self._candidate_result = r
-            self._start(None)
-            return
-        self._baseline = r
-        if r.offered_fps is not None:
-            self._upper_fps = max(r.offered_fps, self._p.floor_fps)
+            if self._p.confirm_ungated:  # now no gating, fresh
+                self._start(None)
+                return
+            ungated = self._baseline
+        else:
+            ungated = self._baseline = r
+            if r.offered_fps is not None:
+                self._upper_fps = max(r.offered_fps, self._p.floor_fps)
         cand = self._candidate_result
-        assert cand is not None and self._candidate is not None
-        if cand.completion_fps <= r.completion_fps * (1.0 + self._p.gain_margin):
+        assert cand is not None and self._candidate is not None and ungated is not None
+        if self._sustained(cand) <= ungated.completion_fps * (1.0 + self._p.gain_margin):
             self._go_ungated()
             return
         center = self._candidate
@@ -431,7 +456,7 @@ class SessionController:
             return
         lower, upper = t.lower, r
         assert lower is not None
-        completion = (lower.completion_fps + upper.completion_fps) / 2.0
+        completion = (self._sustained(lower) + self._sustained(upper)) / 2.0
         offered = None
         if lower.offered_fps is not None and upper.offered_fps is not None:
             offered = (lower.offered_fps + upper.offered_fps) / 2.0
@@ -441,15 +466,26 @@ class SessionController:
             self._restart()
             return
         excess = upper.admitted_fps / max(upper.completion_fps, 1e-9) - 1.0
-        t.infeasible = t.infeasible + 1 if excess > p.feasibility_tolerance else 0
-        if p.strategy == 2 and (
-            t.infeasible >= p.infeasible_pairs or excess > 3.0 * p.feasibility_tolerance
-        ):
+        tol = self._tolerance(upper.completions)
+        t.infeasible = t.infeasible + 1 if excess > tol else 0
+        if p.strategy == 2 and (t.infeasible >= p.infeasible_pairs or excess > 3.0 * tol):
             # admissions persistently outrun completions: project onto the completion rate
             t.infeasible = 0
             self._move(max(p.floor_fps, upper.completion_fps))
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = -1.0
+            self._track_probe(0)
+            return
+        low_excess = lower.admitted_fps / max(lower.completion_fps, 1e-9) - 1.0
+        if p.strategy == 2 and p.climb_when_feasible and max(excess, low_excess) <= 0.0:
+            # Below the knee F = A, so F rises with the admit rate by exactly the probes'
+            # spacing, a signal the Poisson noise of a probe swamps (the lab's tracking
+            # random-walked at half the knee): while both probes admit no faster than
+            # flows complete, climb by one capped step; above the knee it holds, and the
+            # projection above brings it back when admissions clearly outrun completions.
+            t.step = min(max(t.step * 1.5, p.step_min), 2.0 * p.probe_offset)
+            t.last_sign = 1.0
+            self._move(t.center * math.exp(t.step))
             self._track_probe(0)
             return
         diff = upper.objective - lower.objective

@@ -110,8 +110,9 @@ def lab_topology(plan: Plan) -> LabTopology:
 
 
 def tcp_sysctls(plan: Plan) -> dict[str, str]:
-    """With TCP generators, the session lab's host settings (backlogs, port range) and
-    the generators' SYN retries."""
+    """With TCP generators, the lab hosts' TCP settings (backlogs, port range, Reno and
+    exponential SYN back-off: what the simulator's TCP models) and the generators' SYN
+    retries."""
     tcp = [g for g in plan.tcp if g.transport != "paced"]
     if not tcp:
         return {}

@@ -4,6 +4,7 @@ host-agent adapters. It imports nothing from ``fairgate_topo``."""
 from __future__ import annotations
 
 import json
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,15 +190,27 @@ class SimEngine:
         rwnd = {} if gen.rwnd is None else {"rwnd_bytes": gen.rwnd}
         if gen.dst not in self.servers:
             self.servers[gen.dst] = TcpServer(
-                self.net.clock, self.net.hosts[gen.dst], hold_s=gen.hold_s, **rwnd
+                self.net.clock,
+                self.net.hosts[gen.dst],
+                hold_s=gen.hold_s,
+                jitter_s=gen.jitter_s,
+                rng=random.Random(f"{self._plan.seed}-server-{gen.dst}"),
+                **rwnd,
             )
         self.clients[gen.name] = TcpClient(
             self.net.clock,
             self.net.hosts[gen.src],
             self.net.ip(gen.dst),
             tcp_specs(gen, self._plan.seed),
-            TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries, **rwnd),
+            TcpConfig(
+                mss=gen.mss,
+                syn_retries=gen.syn_retries,
+                jitter_s=gen.jitter_s,
+                kernel_hz=gen.kernel_hz,
+                **rwnd,
+            ),
             max_open=gen.max_open,
+            seed=f"{self._plan.seed}-client-{gen.name}",
         )
 
     def start_cm(self, a: CmPlan) -> None:

@@ -184,6 +184,7 @@ def summarize(
     arrived = [r for r in records if r.scheduled_s in win]
     fcts = [r.fct_s for r in done if r.fct_s is not None]
     goodputs = [r.size * 8 / r.fct_s / 1000 for r in done if r.fct_s]
+    transfers = [r.fct_s - r.connect_s for r in done if r.fct_s and r.connect_s is not None]
     connected = [r for r in records if r.syn_retrans is not None]
     connects = [r.connect_s for r in connected if r.connect_s is not None]
     out: dict[str, Any] = {
@@ -202,6 +203,8 @@ def summarize(
             "p99": _quantile(fcts, 0.99),
             "max": max(fcts) if fcts else None,
         },
+        # FCT once connected (fct_s - connect_s): what admission costs, SYN waits excluded
+        "transfer_s": {"mean": _mean(transfers), "p50": _quantile(transfers, 0.5)},
         "mean_goodput_kbps": _mean(goodputs),
         "sizes_completed": size_mix([r.size for r in done], thresholds),
         "sizes_offered": size_mix([r.size for r in arrived], thresholds),

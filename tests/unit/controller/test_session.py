@@ -91,7 +91,10 @@ def test_strategy2_settles_at_the_knee_not_above_completion_rate(seed):
     # strategy 1 would sit near 250 flows/s (completing 107/s); strategy 2 at the knee, 100
     assert statistics.median(installed) == pytest.approx(100.0, rel=0.10)
     ratios = [a / curve(a) for a in installed]  # admit rate over the completion rate it gets
-    assert statistics.median(ratios) <= 1.0 + p.feasibility_tolerance
+    # the tolerance strategy 2 applies at the knee: fixed part + noise_z Poisson sigmas of
+    # the completions a probe counts there (100 flows/s x measure_windows x 1 s windows)
+    tol = p.feasibility_tolerance + p.noise_z / (100.0 * p.measure_windows * d.window_s) ** 0.5
+    assert statistics.median(ratios) <= 1.0 + tol
     # probing excursions (one up-step of at most 2 x probe_offset, or a re-search after a
     # false alarm) stay rare
     assert sum(r > 1.10 for r in ratios) <= 0.1 * len(ratios)
@@ -111,8 +114,11 @@ def test_strategy2_projects_onto_completion_rate_when_admissions_outrun():
 
 @pytest.mark.parametrize("strategy", [1, 2])
 def test_floor_holds_when_gating_harder_always_looks_better(strategy):
-    # completions grow as admissions fall (collapse everywhere): the search runs into the floor
-    c = SessionController(SessionParams(strategy=strategy, floor_fps=5.0, low_fraction=1e-3))
+    # completions grow as admissions fall (collapse everywhere): the search runs into the floor.
+    # The curve completes more than it admits below 20 flows/s, which the drain correction
+    # reads as a backlog draining (not sustainable), so it is off here.
+    p = SessionParams(strategy=strategy, floor_fps=5.0, low_fraction=1e-3, drain_correction=False)
+    c = SessionController(p)
     d = Driver(c, lambda a: 200.0 / (1.0 + a / 10.0), offered_fps=1000.0, seed=2)
     d.run(300)
     gated = [s for s in d.settings if s is not None]
@@ -208,3 +214,30 @@ def test_cusum_alarms_on_shift_not_on_noise():
     cusum.update(100.0)
     alarms = [cusum.update(122.0) for _ in range(3)]
     assert alarms == [False, False, True]  # a 22 % rise adds 0.12 per sample over the drift
+
+
+@pytest.mark.parametrize(("drain", "expected"), [(True, 20.0), (False, 80.0)])
+def test_drain_correction_counts_at_most_the_admissions(drain, expected):
+    # a probe right after a cut completes the backlog of earlier admissions: 80 flows/s
+    # complete while 20/s are admitted; only 20 of them are the probe's own
+    p = SessionParams(settle_windows=0, measure_windows=1, drain_correction=drain)
+    c = SessionController(p)
+    c.update(admitted_syns=200.0, completions=20.0, window_s=1.0, offered_syns=200.0)
+    assert c.phase is Phase.SEARCH and c.admit_fps is not None
+    c.update(admitted_syns=20.0, completions=80.0, window_s=1.0, offered_syns=200.0)
+    assert c.evaluations[-1].objective == pytest.approx(expected)
+
+
+def test_confirm_does_not_reopen_the_gate_unless_asked():
+    # after the search, the winner is compared with the baseline: no ungated probe
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, table1(), offered_fps=1000.0, noise=0.0, seed=0)
+    d.run(120)
+    assert c.phase is Phase.TRACK
+    first_gate = next(i for i, s in enumerate(d.settings) if s is not None)
+    assert all(s is not None for s in d.settings[first_gate:])
+    c2 = SessionController(SessionParams(strategy=1, confirm_ungated=True))
+    d2 = Driver(c2, table1(), offered_fps=1000.0, noise=0.0, seed=0)
+    d2.run(120)
+    first_gate = next(i for i, s in enumerate(d2.settings) if s is not None)
+    assert any(s is None for s in d2.settings[first_gate:])

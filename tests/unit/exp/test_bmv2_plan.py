@@ -62,7 +62,11 @@ def test_session_control_maps_the_gate_and_tcp_settings() -> None:
     topo = lab_topology(plan)
     (link,) = topo.links
     assert (link.a, link.b, link.rate_pps, link.admission) == ("s1", "s2", 500, True)
-    assert tcp_sysctls(plan)["net.ipv4.tcp_syn_retries"] == "3"
+    sysctls = tcp_sysctls(plan)
+    assert sysctls["net.ipv4.tcp_syn_retries"] == "3"
+    # the TCP the simulator models: Reno, SYN retries with exponential back-off
+    assert sysctls["net.ipv4.tcp_congestion_control"] == "reno"
+    assert sysctls["net.ipv4.tcp_syn_linear_timeouts"] == "0"
     assert tcp_sysctls(load(EXPERIMENTS_DIR / "ring.toml", "lab")) == {}
 
 

@@ -5,6 +5,7 @@ numbers are reproduced, and bad TCP sections get one line."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -94,12 +95,22 @@ variants = ["gate-10"]
     assert json.loads((run_dir / "summary.json").read_text())["algos"] == ["open", "gate-10"]
 
 
-def test_session_control_file_matches_the_old_path(tmp_path: Path) -> None:
-    """experiments/session-control.toml, no gating, at the old lab scale: the old path
-    (the removed sim/fairgate_sim/tcp_labs.py, seed 1) completed 29.24 flows/s in [10 s, 35 s)."""
+def test_session_control_file_matches_the_old_path_and_the_lab(tmp_path: Path) -> None:
+    """experiments/session-control.toml, no gating. Without the lab-matching jitter and
+    timer wheel the model is the old path's (the removed sim/fairgate_sim/tcp_labs.py,
+    seed 1: 29.24 flows/s in [10 s, 35 s)); with them, it is within 20 % of what the BMv2
+    lab measured with the same file (19.68 and 22.88 flows/s: runs
+    20261124T220759Z-bmv2-file-016e8d4-dirty and 20261124T221457Z-bmv2-file-016e8d4-dirty,
+    docs/session-control.md)."""
     plan = load("session-control")
     plan.variants = [v for v in plan.variants if v.name == "none"]
-    _, summary = run(plan, SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    assert all(g.jitter_s > 0 and g.kernel_hz for g in plan.tcp)
+    _, summary = run(plan, SimEngine, "sim", tmp_path / "lab", say=lambda _m: None)
+    got = summary["results"]["none"]["tcp"]["uploads"]["completion_rate_per_s"]
+    lab = (19.68 + 22.88) / 2
+    assert abs(got - lab) < 0.2 * lab, got
+    plan.tcp = [dataclasses.replace(g, jitter_s=0.0, kernel_hz=None) for g in plan.tcp]
+    _, summary = run(plan, SimEngine, "sim", tmp_path / "old", say=lambda _m: None)
     got = summary["results"]["none"]["tcp"]["uploads"]["completion_rate_per_s"]
     assert abs(got - 29.24) < 0.05 * 29.24, got
 

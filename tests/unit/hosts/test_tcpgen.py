@@ -65,6 +65,7 @@ def test_summary_counts_completions_in_the_window() -> None:
     assert s["offered_per_s"] == pytest.approx(6 / 20)
     assert s["offered_in_window_per_s"] == pytest.approx(4 / 10)  # flows 2, 3, 4, 5
     assert s["fct_s"]["mean"] == pytest.approx(3.0)
+    assert s["transfer_s"]["mean"] == pytest.approx(3.0 - 0.01)  # connect_s excluded
     assert s["mean_goodput_kbps"] == pytest.approx((20_000 * 8 / 2 + 8_000 * 8 / 4) / 2 / 1000)
     assert s["sizes_completed"]["frac_above"]["10000"] == pytest.approx(0.5)
     assert s["sizes_completed"]["mean_bytes"] == pytest.approx(14_000)

@@ -13,7 +13,7 @@ import pytest
 from fairgate_p4 import generated as g
 from fairgate_sim.network import Network
 from fairgate_sim.packet import TCP, Packet
-from fairgate_sim.tcp import SYN, TcpConfig, TcpFlow, TcpServer
+from fairgate_sim.tcp import SYN, TcpConfig, TcpFlow, TcpServer, timer_wheel_expiry
 from fairgate_sim.topo import NetBuilder
 
 RTT = 0.1
@@ -179,6 +179,82 @@ def test_syn_retry_then_connect_starts_at_one_segment() -> None:
     first = [t for t, _ in log if t < log[0][0] + RTT / 2]
     assert len(first) == 1  # IW = 1 after a lost SYN (RFC 5681)
     assert flow.outcome == "completed"
+
+
+def test_one_syn_retry_keeps_the_initial_window_of_ten() -> None:
+    # Linux (tcp_init_transfer) cuts IW to 1 only after more than one SYN retransmission
+    net = _net()
+    flow, _server = _flow(net, 20 * 1448)
+    dropped = [0]
+
+    def drop_one(pkt: Packet) -> bool:
+        if pkt.tcp_flags & SYN and not dropped[0]:
+            dropped[0] = 1
+            return True
+        return False
+
+    _filter(net, "s", 5001, drop_one)
+    log: list[tuple[float, int]] = []
+    _filter(net, "s", 5001, _data_arrivals(net, log))
+    net.run(10.0)
+    assert flow.syn_attempts == 2
+    first = [t for t, _ in log if t < log[0][0] + RTT / 2]
+    assert len(first) == 10
+    assert flow.outcome == "completed"
+
+
+def test_timer_wheel_rounds_up_to_the_level_granularity() -> None:
+    # HZ 250 (4 ms jiffies): level 0 below 63 jiffies (1 jiffy), level 1 below 504 (8),
+    # level 2 below 4032 (64); always after the deadline, at the end of its bucket
+    assert timer_wheel_expiry(0.0, 0.2, 250) == pytest.approx(0.204)  # 50 j -> 51
+    assert timer_wheel_expiry(0.0, 1.0, 250) == pytest.approx(1.024)  # 250 j -> 256
+    assert timer_wheel_expiry(0.0, 4.0, 250) == pytest.approx(4.096)  # 1000 j -> 1024
+    # two timers armed 20 ms apart for 1 s share a bucket: they fire together
+    assert timer_wheel_expiry(0.0, 1.0, 250) == timer_wheel_expiry(0.02, 1.02, 250)
+    for now, delay in ((0.0, 0.3), (0.123, 0.61), (5.0, 3.0), (1.0, 17.0)):
+        t = timer_wheel_expiry(now, now + delay, 250)
+        assert now + delay < t <= now + delay * 1.13 + 0.004
+
+
+def test_syn_retries_on_the_timer_wheel() -> None:
+    net = _net()
+    cfg = TcpConfig(syn_retries=3, kernel_hz=250)
+    flow, server = _flow(net, 5000, cfg)
+    syns: list[float] = []
+
+    def drop_syns(pkt: Packet) -> bool:
+        if pkt.tcp_flags & SYN:
+            syns.append(net.clock.now)
+            return True
+        return False
+
+    _filter(net, "s", 5001, drop_syns)
+    net.run(30.0)
+    d = RTT / 2
+    # 1 s -> 256 jiffies; +2 s -> 760; +4 s -> 1792 (level 2); give up +8 s -> 3840
+    assert syns == pytest.approx([d, 1.024 + d, 3.04 + d, 7.168 + d], abs=1e-4)
+    assert flow.outcome == "timeout" and flow.end_s == pytest.approx(15.36)
+    assert server.stats.connections == 0
+
+
+def test_jitter_delays_each_packet_in_order() -> None:
+    net = _net()
+    cfg = TcpConfig(jitter_s=0.01)
+    server = TcpServer(net.clock, net.hosts["s"])
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 50 * 1448, cfg, rng=random.Random(3))
+    flow.start()
+    log: list[tuple[float, int]] = []
+    _filter(net, "s", 5001, _data_arrivals(net, log))
+    net.run(5.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 50 * 1448
+    seqs = [seq for _, seq in log]
+    assert seqs == sorted(seqs) and flow.retransmits == 0  # in order, nothing lost
+    # the first flight: 1.5 RTTs plus the SYN's and its own jitter (each <= 10 ms)
+    first = [t for t, _ in log[:10]]
+    assert min(first) > 1.5 * RTT and max(first) <= 1.5 * RTT + 0.02 + 1e-6
+    assert max(first) - min(first) > 0.001  # spread, not one burst
+    with pytest.raises(ValueError, match="rng"):
+        TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 1000, cfg).start()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
