@@ -97,7 +97,7 @@
         const c = document.createElement("div"); card.append(c);
         const scales = [...new Set(sc.series.map((x) => x[2]))];
         const series = sc.series.map(([key, label, scale], i) => ({ label, scale, stroke: COLORS[(i + 5) % COLORS.length], width: 2, spanGaps: true }));
-        const axes = scales.map((sc2, i) => ({ scale: sc2, side: i ? 1 : 3, grid: { show: !i },
+        const axes = scales.map((sc2, i) => ({ scale: sc2, side: i ? 1 : 3, grid: { show: !i }, size: 70,
           label: sc.series.filter((x) => x[2] === sc2).map((x) => x[1]).join(", ") }));
         chart(`state:${p.label}:${j}`, c, sc.title, series, "", axes);
       });
