@@ -34,7 +34,8 @@ ALGO_CONSTANTS: dict[str, dict[str, float]] = {
 }
 
 # Each port's "algorithm's internal state" charts, by kind of controller: a chart is a
-# title and its series (record key, label, y scale); a scale is drawn on its own axis.
+# title and its series (record key, label, y scale); a scale is drawn on its own axis,
+# labelled by "axes" (default: its series' labels).
 # Every value is one the period record carries (the controller wrote it), never derived.
 StateChart = dict[str, Any]
 STATE_CHARTS: dict[str, list[StateChart]] = {
@@ -64,12 +65,13 @@ STATE_CHARTS: dict[str, list[StateChart]] = {
     ],
     "session": [
         {
-            "title": "session control: admit rate, completion rate (flows/s)",
+            "title": "session control: admit rate, completions (left); SYNs admitted (right), /s",
             "series": [
                 ["admit_fps", "admit rate", "f"],
                 ["window_completions_fps", "completions", "f"],
-                ["window_admitted_fps", "admitted", "f"],
+                ["window_admitted_fps", "admitted", "g"],
             ],
+            "axes": {"f": "flows/s", "g": "SYNs admitted/s"},
         }
     ],
 }

@@ -98,7 +98,7 @@
         const scales = [...new Set(sc.series.map((x) => x[2]))];
         const series = sc.series.map(([key, label, scale], i) => ({ label, scale, stroke: COLORS[(i + 5) % COLORS.length], width: 2, spanGaps: true }));
         const axes = scales.map((sc2, i) => ({ scale: sc2, side: i ? 1 : 3, grid: { show: !i }, size: 70,
-          label: sc.series.filter((x) => x[2] === sc2).map((x) => x[1]).join(", ") }));
+          label: (sc.axes || {})[sc2] || sc.series.filter((x) => x[2] === sc2).map((x) => x[1]).join(", ") }));
         chart(`state:${p.label}:${j}`, c, sc.title, series, "", axes);
       });
     }
