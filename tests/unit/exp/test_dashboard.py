@@ -14,7 +14,7 @@ import pytest
 
 from fairgate_exp.dashboard.feed import RunFeed, meta, plan_of_run, state_kind, state_of
 from fairgate_exp.dashboard.gate import Gate
-from fairgate_exp.dashboard.serve import serve
+from fairgate_exp.dashboard.serve import Watched, serve
 from fairgate_exp.dashboard.server import Dashboard
 from fairgate_exp.driver import run
 from fairgate_exp.engines.sim import SimEngine
@@ -333,3 +333,22 @@ def test_ficcrd_state_is_its_core_counters() -> None:
     }
     assert state_of(state_kind("none", []), rec) == {}
     assert state_kind("none", ["none", "strategy1"]) == "session"  # session-control's "none"
+
+
+def test_watched_engine_offers_the_inner_engines_tcp_and_cm() -> None:
+    """A live session-control (TCP) run called Watched.start_tcp, which it lacked."""
+
+    class Inner:
+        name = "sim"
+
+        def __init__(self) -> None:
+            self.started: list[str] = []
+
+        def start_tcp(self, gen: str) -> None:
+            self.started.append(gen)
+
+    inner = Inner()
+    watched = Watched(inner, RunFeed(load("session-control")))
+    watched.start_tcp("uploads")
+    assert inner.started == ["uploads"]
+    assert not hasattr(watched, "start_cm")  # what the engine lacks stays missing
