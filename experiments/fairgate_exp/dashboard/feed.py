@@ -35,7 +35,9 @@ ALGO_CONSTANTS: dict[str, dict[str, float]] = {
 
 # Each port's "algorithm's internal state" charts, by kind of controller: a chart is a
 # title and its series (record key, label, y scale); a scale is drawn on its own axis,
-# labelled by "axes" (default: its series' labels).
+# labelled by "axes" (default: its series' labels). The line bridges periods without a
+# value (an update every d, or every window) unless the series says "gaps" (admit rate
+# null = no gating: drawn as a gap).
 # Every value is one the period record carries (the controller wrote it), never derived.
 StateChart = dict[str, Any]
 STATE_CHARTS: dict[str, list[StateChart]] = {
@@ -67,7 +69,7 @@ STATE_CHARTS: dict[str, list[StateChart]] = {
         {
             "title": "session control: admit rate, completions (left); SYNs admitted (right), /s",
             "series": [
-                ["admit_fps", "admit rate", "f"],
+                ["admit_fps", "admit rate", "f", "gaps"],
                 ["window_completions_fps", "completions", "f"],
                 ["window_admitted_fps", "admitted", "g"],
             ],
@@ -93,7 +95,7 @@ def state_of(kind: str | None, rec: dict[str, Any]) -> dict[str, float | None]:
         return {}
     out: dict[str, float | None] = {}
     for chart in STATE_CHARTS[kind]:
-        for key, _label, _scale in chart["series"]:
+        for key, *_ in chart["series"]:
             v = rec.get(key)
             out[key] = float(v) if isinstance(v, int | float) else None
     return out
@@ -152,7 +154,8 @@ def meta(plan: Plan, run_dir: Path | None) -> dict[str, Any]:
         "scale": plan.scale,
         "run": run_dir.name if run_dir is not None else None,
         "algos": plan.algorithms,
-        "duration_s": plan.duration_s,
+        # the time axis: a variant may run longer than the file (session control's search)
+        "duration_s": max([plan.duration_s, *(v.duration_s for v in plan.variants)]),
         "frame_bytes": frame,
         "q_ref_pkts": plan.q_ref_pkts,
         "constants": ALGO_CONSTANTS,

@@ -96,7 +96,7 @@
       charts.forEach((sc, j) => {
         const c = document.createElement("div"); card.append(c);
         const scales = [...new Set(sc.series.map((x) => x[2]))];
-        const series = sc.series.map(([key, label, scale], i) => ({ label, scale, stroke: COLORS[(i + 5) % COLORS.length], width: 2, spanGaps: true }));
+        const series = sc.series.map(([, label, scale, gaps], i) => ({ label, scale, stroke: COLORS[(i + 5) % COLORS.length], width: 2, spanGaps: gaps !== "gaps" }));
         const axes = scales.map((sc2, i) => ({ scale: sc2, side: i ? 1 : 3, grid: { show: !i }, size: 70,
           label: (sc.axes || {})[sc2] || sc.series.filter((x) => x[2] === sc2).map((x) => x[1]).join(", ") }));
         chart(`state:${p.label}:${j}`, c, sc.title, series, "", axes);
@@ -204,6 +204,8 @@
     s += `C = ${v(C)}   y = ${v(y)}   measured queue ${v(r.queue_mean_bytes)} B   drops ${v(r.drop_pkts)}\n\n`;
     if (fg.algo === "xcp") {
       s += xcpEquation(p.rec, k);
+    } else if ((fg.kinds[fg.algo] ?? fg.meta.kinds[fg.algo]) === "session") {
+      s += sessionText(p.rec);
     } else if (r.idle) {
       s += `no arrivals this period: the outage rule (docs/reliability.md) holds R = ${v(R)}\n`;
       s += `instead of letting ${fg.algo.toUpperCase()} climb towards C while nobody sends.`;
@@ -246,6 +248,20 @@
     s += `ξn = (h + max(−φ, 0)) / (d Σ s) = (${v(x.xcp_h_bytes)} + ${v(Math.max(-phi, 0))}) / (${v(d)} × ${v(sn)}) = ${v(x.xcp_xi_n)}${sn > 0 ? "" : " (no packet to charge)"}\n`;
     s += `(sums over one d: the interval's ${v(x.xcp_interval_s)} s scaled by d / interval)\n`;
     s += `each packet gets H_feedback = ξp rtt² s / cwnd − ξn rtt s bytes (min-stamped)`;
+    return s;
+  }
+
+  // Session control decides once a measurement window, from the window's sums.
+  function sessionText(recs) {
+    const r = recs[recs.length - 1];
+    let s = `this period: SYNs admitted ${v(r.syn_admitted)}, ungated ${v(r.syn_ungated)}, dropped ${v(r.syn_dropped)}; completions (FINs) ${v(r.completions ?? r.fins)}\n`;
+    s += r.admit_fps == null ? "admit rate in force: none (no gating)\n" : `admit rate in force: ${v(r.admit_fps)} flows/s (the SYN meter's rate)\n`;
+    let w = null;
+    for (let i = recs.length - 1; i >= 0 && !w; i--) if (recs[i].window_completions_fps != null) w = recs[i];
+    if (!w) return s + "no measurement window has ended yet at this port.";
+    s += `\nlast window (ending t = ${v(w.t)} s): completion rate F = FINs / window = ${v(w.window_completions_fps)} flows/s,\n`;
+    s += `admitted A = SYNs admitted / window = ${v(w.window_admitted_fps)} flows/s\n`;
+    s += `the search (docs/session-control.md) then set the admit rate to ${w.admit_fps == null ? "none (no gating)" : v(w.admit_fps) + " flows/s"}`;
     return s;
   }
 
