@@ -321,3 +321,54 @@ def test_live_xcp_draws_its_aggregate_feedback(browser: Any, tmp_path: Path) -> 
     for key in ("xcp_phi_bytes", "xcp_h_bytes", "xcp_d_s", "xcp_q_bytes"):
         assert f" {page_number(last[key])} " in eq, (key, last[key], eq)
     assert "NaN" not in eq
+
+
+def test_replay_of_session_control_draws_admit_and_completion_rates(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A session-control variant folder (records in the session controller's format, written
+    here): its chart draws the admit rate (null = no gating, a gap), the window's completions
+    and admitted SYNs, and the step view names the admit rate in force."""
+    plan = load("session-control")
+    base = {
+        "switch": "s1", "port": 2, "period_s": 0.1, "capacity_Bps": 62100.0, "y_Bps": 600.0,
+        "departure_Bps": 600.0, "arrival_pkts": 10, "departure_pkts": 10, "drop_pkts": 0,
+        "queue_mean_bytes": 0.0, "queue_min_bytes": 0.0, "queue_overflow_pkts": 0,
+        "rtt_mean_s": None, "syn_admitted": 3, "syn_dropped": 2, "syn_ungated": 0, "fins": 4,
+        "rsts": 0, "completions": 4,
+    }  # fmt: skip
+    admit = [None, None, 30.0, 30.0, 24.5, None]
+    window = {2: (41.0, 250.0), 5: (28.0, 31.0)}  # t index -> (completions, admitted) /s
+    folder = tmp_path / "strategy2"
+    folder.mkdir()
+    with (folder / "controller.jsonl").open("w") as f:
+        for i, a in enumerate(admit):
+            rec = base | {"t": round(0.1 * (i + 1), 1), "admit_fps": a}
+            if i in window:
+                rec |= {"window_completions_fps": window[i][0], "window_admitted_fps": window[i][1]}
+            f.write(json.dumps(rec) + "\n")
+    (tmp_path / "summary.json").write_text("{}")
+    served = serve(Dashboard(RunFeed(plan, tmp_path)), say=lambda _m: None)
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(served.url)
+        wait_for(lambda: page.evaluate("fg.state && fg.state.done"), 10, "replay done")
+        wait_for(lambda: page.evaluate("fg.algo === 'strategy2'"), 5, "strategy2 tab")
+        time.sleep(0.5)
+        t, a, done, admitted = drawn(page, f"state:{PORT}:0")
+        title = page.evaluate(f"fg.charts[{json.dumps(f'state:{PORT}:0')}].root.innerText")
+        eq = page.inner_text("#eq")
+    finally:
+        page.close()
+        served.stop()
+    assert not errors
+    assert "session control: admit rate" in title
+    assert t == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    assert a == admit
+    assert done == [None, None, 41.0, None, None, 28.0]
+    assert admitted == [None, None, 250.0, None, None, 31.0]
+    assert "admit rate in force: none (no gating)" in eq, eq  # the last record: null
+    assert "completion rate F = FINs / window = 28 flows/s" in eq, eq
+    assert "then set the admit rate to none (no gating)" in eq, eq
