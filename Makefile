@@ -11,7 +11,6 @@ TEST     ?=
 EXP      ?=
 EXT      ?=
 ALGO     ?= all
-SMOKE    ?=
 SCALE    ?= lab
 # where run records go and where make report reads them (results/<experiment>/<run-id>/)
 RESULTS  ?= results
@@ -36,21 +35,16 @@ help:
 	@echo "                     the committed p4src/compiled/ and p4src/fairgate_p4/generated.py"
 	@echo "  make lab EXP=file  run an experiment file (experiments/<name>.toml or a path) on BMv2;"
 	@echo "                     results/<experiment>/<run-id>/ (docs/experiments.md) [SCALE=] [ALGO=] [VARIANT=]"
-	@echo "  make lab EXP=name  run an old lab scenario on BMv2 in Mininet [ALGO=qfcp,rcp|all] [SMOKE=1];"
-	@echo "                     results/<name>/<run-id>/ (docs/labs.md lists the scenarios)"
-	@echo "  make run EXP=name  the experiment's network at a mininet> prompt, controller running,"
+	@echo "  make run EXP=file  the file's network at a mininet> prompt, controller running,"
 	@echo "                     host commands fg-send/fg-recv/fg-tcp/fg-cm/fg-status [ALGO=] [PCAP=1]"
 	@echo "  make lint          ruff + generated-code check + P4 compile check"
 	@echo "  make bench         every benchmark; each writes results/bench/<name>.json"
 	@echo "  make sim EXP=file  an experiment file in the packet-level simulator [SCALE=] [ALGO=] [VARIANT=]"
+	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
 	@echo "  ... DASHBOARD=1    with make sim/lab EXP=file: a live dashboard on 127.0.0.1 (URL printed;"
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [RESULTS=dir, default results]"
-	@echo "  make sim EXP=name  experiments/<name>.toml in the simulator (ficcrd, lestas-sweep: old code) [SCALE=] [ALGO=a,b] [SMOKE=1]"
-	@echo "                     [EXT=1: the compiled build, see make sim-ext]"
-	@echo "                     (two-bottleneck, qfcp-convergence, session-control, fct, ...: see"
-	@echo "                     python -m fairgate_sim --help); writes results/sim/<name>-<scale>/"
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
 	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
@@ -92,47 +86,28 @@ test-mininet: $(STAMP)
 	$(PY) scripts/run_tests.py --suite mininet $(if $(STRICT),--strict)
 
 # Without BMv2 a lab runs in the packet-level simulator instead, and says so.
-# EXP is an experiment file (a path, or a name with experiments/<name>.toml) or, until
-# each is converted, an old scenario name (SMOKE=1 keeps the old scenario's short
-# variant, which files do not have yet). SCALE is passed to a file only when given.
-EXP_FILE  = $(or $(filter %.toml,$(EXP)),$(if $(SMOKE),,$(if $(wildcard experiments/$(EXP).toml),experiments/$(EXP).toml)))
+# EXP is an experiment file: a path, or a name for experiments/<name>.toml.
+# SCALE is passed to the file only when given (a file's first scale is its default).
+EXP_FILE  = $(if $(filter %.toml,$(EXP)),$(EXP),experiments/$(EXP).toml)
 EXP_SCALE = $(if $(filter command line environment,$(origin SCALE)),--scale $(SCALE))
 EXP_OPTS  = $(EXP_SCALE) --algo $(ALGO) $(if $(VARIANT),--variant $(VARIANT)) $(if $(QUIET),--quiet) $(if $(JSON),--json) \
             $(if $(DASHBOARD),--dashboard $(if $(SPEED),--speed $(SPEED))) --results $(RESULTS)
 EXP_ARGS  = $(EXP_FILE) $(EXP_OPTS)
-# the simulator has no per-scenario code left for experiments that are files: it always
-# runs the file (SMOKE applies only to ficcrd and lestas-sweep, still code in sim/)
-SIM_FILE  = $(or $(filter %.toml,$(EXP)),$(wildcard experiments/$(EXP).toml))
-SIM_ARGS  = $(SIM_FILE) $(EXP_OPTS)
-# files the BMv2 engine cannot run yet (CM apps): make lab keeps their old scenario
-LAB_OLD   = cm-sharing
-LAB_FILE  = $(if $(filter $(LAB_OLD),$(EXP)),,$(EXP_FILE))
 
 lab: $(STAMP)
 	@test -n "$(EXP)" || { echo "make lab: say which experiment, e.g. make lab EXP=ring or EXP=path/to/file.toml (docs/experiments.md)"; exit 2; }
-	@if [ -n "$(LAB_FILE)" ]; then \
-	  if command -v $(SWITCH) >/dev/null; then \
-	    $(PY) -m fairgate_exp run $(EXP_ARGS) --engine bmv2; \
-	  else \
-	    echo "make lab: $(SWITCH) not found, so this runs in the SIMULATOR (README: The P4 toolchain)"; \
-	    $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
-	  fi; \
-	elif command -v $(SWITCH) >/dev/null; then \
-	  $(PY) -m fairgate_topo.lab --exp $(EXP) --algo $(ALGO) $(if $(SMOKE),--smoke); \
+	@if command -v $(SWITCH) >/dev/null; then \
+	  $(PY) -m fairgate_exp run $(EXP_ARGS) --engine bmv2; \
 	else \
-	  echo "=================================================================="; \
-	  echo " make lab: $(SWITCH) not found, so this runs in the SIMULATOR"; \
-	  echo " (docs/simulator.md), not on BMv2. Install p4lang's BMv2 for the"; \
-	  echo " real lab (README: The P4 toolchain)."; \
-	  echo "=================================================================="; \
-	  $(if $(SIM_FILE),$(PY) -m fairgate_exp run $(SIM_ARGS) --engine sim,$(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE)); \
+	  echo "make lab: $(SWITCH) not found, so this runs in the SIMULATOR, not on BMv2 (README: The P4 toolchain)"; \
+	  $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim; \
 	fi
 
 # Interactive lab (BMv2 only): docs/labs.md "First session".
 run: $(STAMP)
-	@test -n "$(EXP)" || { echo "make run: say which experiment, e.g. sudo make run EXP=two-bottleneck"; exit 2; }
+	@test -n "$(EXP)" || { echo "make run: say which experiment file, e.g. sudo make run EXP=two-bottleneck or EXP=path/to/file.toml"; exit 2; }
 	@command -v $(SWITCH) >/dev/null || { echo "make run: $(SWITCH) not found: the interactive lab needs BMv2 (README: The P4 toolchain); make sim runs experiments without it"; exit 2; }
-	@$(PY) -m fairgate_topo.interactive --exp $(EXP) --algo $(ALGO) $(if $(filter 1 yes true,$(PCAP)),--pcap)
+	@$(PY) -m fairgate_topo.interactive --exp $(EXP) --algo $(ALGO) $(EXP_SCALE) $(if $(filter 1 yes true,$(PCAP)),--pcap)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -154,11 +129,7 @@ sim-ext: $(STAMP)
 sim: $(STAMP)
 	@test -n "$(EXP)" || { echo "make sim: give EXP=<file.toml or name> (docs/experiments.md)"; exit 2; }
 	$(if $(EXT),$(PY) scripts/sim_ext.py check || $(PY) scripts/sim_ext.py build)
-	@if [ -n "$(SIM_FILE)" ]; then \
-	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_exp run $(SIM_ARGS) --engine sim; \
-	else \
-	  $(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_sim --exp $(EXP) --scale $(SCALE) --algo $(ALGO) $(if $(SMOKE),--smoke) --out results/sim/$(EXP)-$(SCALE); \
-	fi
+	$(if $(EXT),$(PY) scripts/sim_ext.py run --) $(PY) -m fairgate_exp run $(EXP_ARGS) --engine sim
 
 dashboard: $(STAMP)
 	@test -n "$(RUN)" || { echo "make dashboard: give RUN=results/<experiment>/<run-id> (or .../latest)"; exit 2; }

@@ -7,7 +7,7 @@ Cases, each in its own child process (so its peak RSS is its own):
   time, the slower of the two);
 - 4 QFCP users at 10 Mbit/s (a small network, for scale);
 - 50 QFCP users on a 1 Gbit/s single bottleneck (goal >= 0.3x);
-- the paper-scale Lestas parking lot (``make sim EXP=parking-lot SCALE=paper``: 8 links
+- the paper-scale Lestas parking lot (``experiments/parking-lot-paper.toml``: 8 links
   of 155 Mbit/s, link 4 at 80, 15 ms each, 180 flows, exact-queue probe every 5 ms),
   run for its first ``--pl-seconds`` only (the full run is 31 s; every group has
   started by 1.1 s) (goal >= 0.5x).
@@ -18,8 +18,10 @@ simulated seconds per wall second and per CPU second of the run (the headlines: 
 compiled build's, by CPU time, which on a shared machine leaves out the others' load),
 simulated packets (every packet through every output port: data and acks, all hops) and
 scheduled events per wall second, the child's peak resident memory (``ru_maxrss``), and
-the figures of the code before issue 17 (benchmarks/sim_before.json) beside them. Only
-``Network.run`` is timed (building the network is not). Writes results/bench/sim.json.
+the figures of the code before issue 17 (benchmarks/sim_before.json) beside them. All of
+the experiment run is timed (the driver and the simulator engine of ``fairgate_exp``,
+as ``make sim`` runs a file; building the network takes a few ms of it). Writes
+results/bench/sim.json.
 Needs no switch and no root."""
 
 from __future__ import annotations
@@ -50,20 +52,30 @@ def _packets(net: Any) -> int:
     return sum(p.stats.sent for p in ports)
 
 
-def measure(users: int, mbps: float, seconds: float, algo: str) -> dict[str, Any]:
-    from fairgate_sim.runner import Flow, RunConfig, start_udp, window_mean
-    from fairgate_sim.scenarios import dumbbell
+def _timed_run(plan: Any, algo: str) -> tuple[dict[str, Any], Any, float, float]:
+    """The experiment through the driver and the simulator engine (building the network
+    included: a few ms), timed by the wall clock and by this process's CPU time."""
+    import tempfile
 
-    rate = mbps * 1e6 / 8
-    hosts = 7
-    spec, s, r = dumbbell(hosts, rate)
-    flows = [Flow(f"u{i}", s[i % hosts], r[i % hosts], 0.0, seconds) for i in range(users)]
-    run = start_udp(spec, flows, RunConfig(algo=algo, ack_delay_s=0.04, start_jitter_s=0.1))  # type: ignore[arg-type]
-    t0, c0 = time.perf_counter(), time.process_time()
-    run.net.run(seconds)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    fair = rate / FRAME / users
-    tail = [window_mean(run.series[f.name], seconds / 2, seconds) / fair for f in flows]
+    from fairgate_exp.inline import run_sim
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t0, c0 = time.perf_counter(), time.process_time()
+        res, engine = run_sim(plan, algo, Path(tmp))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return res, engine, wall, cpu
+
+
+def measure(users: int, mbps: float, seconds: float, algo: str) -> dict[str, Any]:
+    from fairgate_exp.inline import dumbbell, plan_of
+    from fairgate_exp.metrics import mean_in
+
+    # 7 host pairs, users entering over 0.1 s, receivers holding acks 40 ms
+    doc = dumbbell(users, f"{mbps:g}Mbit/s", seconds, hosts=7, stagger=f"{0.1 / users:g}s")
+    plan = plan_of(doc, "bench-dumbbell")
+    res, engine, wall, cpu = _timed_run(plan, algo)
+    fair = mbps * 1e6 / 8 / FRAME / users
+    tail = [(mean_in(r, seconds / 2, seconds) or 0.0) / fair for r in res["rates"].values()]
     return {
         "case": f"{users} users {mbps:g} Mbit/s {algo}",
         "users": users,
@@ -71,33 +83,29 @@ def measure(users: int, mbps: float, seconds: float, algo: str) -> dict[str, Any
         "algo": algo,
         "rate_over_fair_min": round(min(tail), 3),
         "rate_over_fair_max": round(max(tail), 3),
-        **_speed(run.net, seconds, wall, cpu),
+        **_speed(engine.net, seconds, wall, cpu),
     }
 
 
 def measure_parking_lot(seconds: float) -> dict[str, Any]:
-    """The paper-scale parking lot (``fairgate_sim.parking_lot.paper``), stopped at ``seconds``."""
-    from fairgate_sim import parking_lot
-    from fairgate_sim.simlab import start_flows
+    """experiments/parking-lot-paper.toml, stopped at ``seconds``."""
+    import tomllib
 
-    timed: dict[str, Any] = {}
+    from fairgate_exp.inline import plan_of
+    from fairgate_exp.load import resolve_path
 
-    def run_window(lab: Any, algo: str, seed: int, records: Any, watch: Any) -> Any:
-        r = start_flows(lab, algo, seed, records, watch)
-        t0, c0 = time.perf_counter(), time.process_time()
-        r.net.run(seconds)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        timed.update(_speed(r.net, seconds, wall, cpu))
-        return r
-
-    result, _net = parking_lot.paper(False, run_window).run("lestas", 1, None)
+    doc = tomllib.loads(resolve_path("parking-lot-paper").read_text())
+    doc["experiment"] |= {"duration": f"{seconds:g}s", "warmup": "0s"}
+    doc.pop("expect", None)
+    plan = plan_of(doc, "parking-lot-paper")
+    _res, engine, wall, cpu = _timed_run(plan, "lestas")
     return {
         "case": "parking lot, paper (lestas)",
-        "users": 180,
+        "users": len(plan.flows),
         "bottleneck_mbps": 155.0,
         "algo": "lestas",
-        "links": len(result["links"]),
-        **timed,
+        "links": sum(1 for p in plan.ports.values() if p.peer in plan.switches) // 2,
+        **_speed(engine.net, seconds, wall, cpu),
     }
 
 

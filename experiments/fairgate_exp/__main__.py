@@ -16,6 +16,7 @@ from types import FrameType
 
 from fairgate_exp.engine import Engine
 from fairgate_exp.load import ExperimentError, load
+from fairgate_exp.schema import ALGORITHMS
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = load(args.exp, args.scale)
         algos = plan.algorithms if getattr(args, "algo", "all") == "all" else args.algo.split(",")
-        bad = [a for a in algos if a not in ("qfcp", "rcp", "lestas", "xcp", "none")]
+        bad = [a for a in algos if a not in ALGORITHMS]
         if bad:
             raise ExperimentError(f"--algo: unknown algorithm(s) {', '.join(bad)}")
         if getattr(args, "engine", None) == "bmv2":

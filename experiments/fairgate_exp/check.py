@@ -32,6 +32,7 @@ def check(exp: ExperimentFile) -> None:
     _dupes("host", [h.name for h in exp.hosts])
     _dupes("node", exp.switches + [h.name for h in exp.hosts])
     _dupes("flow", flow_names(exp) + [t.name for t in exp.tcp] + cm_names(exp))
+    _dupes("flow", flow_names(exp) + bulk_names(exp) + cm_names(exp))
     _dupes("phase", [p.name for p in exp.phases])
     switches, hosts = list(exp.switches), [h.name for h in exp.hosts]
     for i, h in enumerate(exp.hosts):
@@ -98,7 +99,7 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f"phases[{i}] ({p.name}): start {p.start} is not before its end")
     algos = set(exp.experiment.algorithms)
     phases = [p.name for p in exp.phases]
-    flows = flow_names(exp) + cm_names(exp)
+    flows = flow_names(exp) + cm_names(exp) + bulk_names(exp)
     variants = [v.name for v in exp.variants]
     _dupes("variant", variants)
     for i, e in enumerate(exp.expect):
@@ -114,14 +115,17 @@ def check(exp: ExperimentFile) -> None:
         if e.metric in ("maxmin", "flow_rate", "jain", "convergence"):
             if not exp.measure.flows:
                 raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
-            if not exp.flows and not (e.metric == "flow_rate" and exp.cm):
+            bulk = bulk_names(exp) and e.metric != "flow_rate"
+            if not exp.flows and not bulk and not (e.metric == "flow_rate" and exp.cm):
                 raise _err(f"{where}: there are no paced flows to measure")
         if e.metric in ("maxmin", "queue", "convergence") and e.within is None:
             raise _err(f'{where}: needs within (e.g. within = "10%")')
-        if e.metric in ("utilisation", "jain") and e.min is None:
+        if e.metric in ("utilisation", "jain", "goodput") and e.min is None:
             raise _err(f"{where}: needs min (e.g. min = 0.95)")
-        if e.metric == "drops" and e.max is None:
-            raise _err(f"{where}: needs max (e.g. max = 0)")
+        if e.metric == "drops" and e.max is None and e.min is None:
+            raise _err(f"{where}: needs max (e.g. max = 0) or min")
+        if e.metric == "goodput" and not bulk_names(exp):
+            raise _err(f'{where}: there are no bulk TCP flows to measure (kind = "bulk")')
         if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):
             raise _err(f"{where}: needs flows, value and within")
         for v in e.variants or []:
@@ -132,8 +136,9 @@ def check(exp: ExperimentFile) -> None:
                 raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
             if e.min is None and e.max is None:
                 raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
-        if e.metric == "queue" and "lestas" not in (e.algorithms or algos):
-            raise _err(f"{where}: only lestas regulates the queue to q_ref")
+        if e.metric == "queue" and e.target is None and "lestas" not in (e.algorithms or algos):
+            raise _err(f"{where}: only lestas regulates the queue to q_ref (or give a target)")
+    check_scale_sets(exp)
     if exp.sweep is not None:
         doc = exp.model_dump(mode="json", exclude={"sweep"})
         for key, values in exp.sweep.grid.items():
@@ -147,6 +152,16 @@ def flow_names(exp: ExperimentFile) -> list[str]:
     out = []
     for f in exp.flows:
         out += [f.name] if f.count == 1 else [f"{f.name}-{k + 1}" for k in range(f.count)]
+    return out
+
+
+def bulk_names(exp: ExperimentFile) -> list[str]:
+    """The recorded names of bulk TCP flows (goodput per flow): ``<name>`` or, with
+    ``count`` > 1, ``<name>-1`` .. ``<name>-<count>``."""
+    out = []
+    for t in exp.tcp:
+        if t.kind == "bulk" and t.transport == "tcp":
+            out += [t.name] if t.count == 1 else [f"{t.name}-{k + 1}" for k in range(t.count)]
     return out
 
 
@@ -168,20 +183,53 @@ def _reach(adj: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def _check_path(doc: Any, key: str) -> None:
+def _check_path(doc: Any, key: str, what: str = "sweep over") -> None:
+    """``key`` (dotted; ``*`` for every element of a list) names fields of ``doc``."""
     here: Any = doc
     done: list[str] = []
-    for part in key.split("."):
+    parts = key.split(".")
+    for j, part in enumerate(parts):
         if isinstance(here, list):
+            if part == "*":
+                rest = ".".join(parts[j + 1 :])
+                for item in here:
+                    if rest:
+                        _check_path(item, rest, what)
+                return
             if not part.isdigit() or int(part) >= len(here):
                 raise _err(
-                    f"sweep over unknown field {key!r}: {'.'.join(done)} has {len(here)} entries"
+                    f"{what} unknown field {key!r}: {'.'.join(done)} has {len(here)} entries"
                 )
             here = here[int(part)]
         elif isinstance(here, dict):
             if part not in here:
-                raise _err(f"sweep over unknown field {key!r}{_near(part, list(here))}")
+                raise _err(f"{what} unknown field {key!r}{_near(part, list(here))}")
             here = here[part]
         else:
-            raise _err(f"sweep over unknown field {key!r}: {'.'.join(done)} is a value")
+            raise _err(f"{what} unknown field {key!r}: {'.'.join(done)} is a value")
         done.append(part)
+
+
+def check_scale_sets(exp: ExperimentFile) -> None:
+    """Every scale's ``extends`` names another scale (no cycle) and its ``set`` paths name
+    fields of the file."""
+    doc = exp.model_dump(mode="json", exclude={"sweep", "scales"})
+    for name, sc in exp.scales.items():
+        seen = [name]
+        here = sc
+        while here.extends is not None:
+            if here.extends not in exp.scales:
+                raise _err(
+                    f"scales.{seen[-1]}.extends: unknown scale {here.extends!r}"
+                    f"{_near(here.extends, list(exp.scales))}"
+                )
+            if here.extends in seen:
+                raise _err(f"scales.{name}: extends itself ({' -> '.join([*seen, here.extends])})")
+            seen.append(here.extends)
+            here = exp.scales[here.extends]
+        if here.factor is None:
+            raise _err(f"scales.{name}: needs a factor (or extends a scale that has one)")
+        for key in sc.set:
+            if key.split(".")[0] in ("scales", "sweep"):
+                raise _err(f"scales.{name}.set: {key!r} cannot change scales or the sweep")
+            _check_path(doc, key, f"scales.{name}.set:")

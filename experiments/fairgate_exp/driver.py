@@ -14,10 +14,14 @@ from fairgate_exp import records
 from fairgate_exp.engine import Engine
 from fairgate_exp.metrics import (
     Verdict,
+    active_in,
     flow_rates,
+    goodput_ratio,
+    jain,
     judge,
     mean_in,
     port_rows,
+    retrans_in,
     tcp_summaries,
     window_drops,
 )
@@ -80,6 +84,7 @@ def run_algo(
         engine.close()
         raise
     samples = engine.flow_samples()
+    retrans = engine.tcp_retransmits() if plan.tcp_flows else {}
     rates = {name: flow_rates(s) for name, s in samples.items()}
     records_ = engine.port_records()
     rows = port_rows(plan, records_)
@@ -93,7 +98,23 @@ def run_algo(
         "tcp": tcp,
         "tcp_summary": tcp_summary,
         "admit": admit_series(plan, records_),
+        "retrans": retrans,
+        "ficcrd": ficcrd_totals(plan, records_) if algo == "ficcrd" else {},
     }
+
+
+def ficcrd_totals(plan: Plan, records_: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """FICCRD's event counters summed over the run, per port label (non-zero only)."""
+    from fairgate_controller.ficcrd import CORE_EVENTS, EDGE_EVENTS
+
+    out: dict[str, dict[str, int]] = {}
+    for r in records_:
+        key = (r["switch"], r["port"])
+        for name in (*EDGE_EVENTS, *CORE_EVENTS):
+            if r.get(name) and key in plan.ports:
+                slot = out.setdefault(plan.ports[key].label, {})
+                slot[name] = slot.get(name, 0) + int(r[name])
+    return out
 
 
 def run_label(plan: Plan, algo: str) -> str:
@@ -219,11 +240,12 @@ def run(
     records.write_json(run_dir / "summary.json", summary)
     records.write_json(run_dir / "verdicts.json", [v.to_json() for v in verdicts])
     try:
-        from fairgate_exp.plot import plot_run, plot_tcp
+        from fairgate_exp.plot import plot_bulk, plot_run, plot_tcp
 
         plots = plot_run(run_dir, plan, flow_rows, port_rows_all)
-        if tcp_rows:
+        if any(r["outcome"] == "completed" for r in tcp_rows):
             plots += plot_tcp(run_dir, plan, tcp_rows)
+        plots += plot_bulk(run_dir, plan, per_algo)
         summary["plots"] = [p.name for p in plots]
         records.write_json(run_dir / "summary.json", summary)
     except ImportError as exc:  # matplotlib is pinned; say so rather than fail the run
@@ -232,13 +254,39 @@ def run(
     return run_dir, summary
 
 
+def _bulk_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
+    """Bulk TCP flows after warm-up: Jain of their goodputs, goodput over the capacity of
+    the port they share, and retransmissions (per flow: the whole run and after warm-up)."""
+    t0, t1 = plan.warmup_s, plan.duration_s
+    flows = [f for f in plan.tcp_flows if f.start_s <= t0 and f.stop_s >= t1]
+    goodput = {f.name: mean_in(res["rates"].get(f.name, []), t0, t1) or 0.0 for f in flows}
+    ratio, port = goodput_ratio(plan, res["rates"], t0, t1)
+    series = res["retrans"]
+    after = {f.name: retrans_in(series.get(f.name, []), t0, t1) for f in flows}
+    return {
+        "window_s": [t0, t1],
+        "base_rtt_ms": {f.name: round(plan.base_rtt_s(f) * 1000, 3) for f in flows},
+        "jain": round(jain(list(goodput.values())), 4),
+        "goodput_over_capacity": ratio,
+        "port": port,
+        "retrans_after_warmup": sum(after.values()),
+        "retrans_per_flow": {
+            f.name: {
+                "total": series[f.name][-1][1] if series.get(f.name) else 0,
+                "after_warmup": after[f.name],
+            }
+            for f in flows
+        },
+    }
+
+
 def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
     """Per window (after warm-up, then each phase): the mean rate of every flow active
     over the whole window beside its max-min share, and each measured port's figures."""
     windows = [("run", plan.warmup_s, plan.duration_s), *plan.phases]
     out: dict[str, Any] = {"windows": {}}
     for label, t0, t1 in windows:
-        active = [f for f in plan.flows if f.start_s <= t0 and f.stop_s >= t1]
+        active = active_in(plan, t0, t1)
         oracle = maxmin_pps(plan, active)
         flows = {}
         for f in active:
@@ -263,9 +311,12 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
         for lab in sorted({r["port"] for r in res["rows"]}):
             rs = [r for r in res["rows"] if r["port"] == lab and t0 < r["t"] <= t1]
             if rs:
+                q = [r["queue_pkts"] for r in rs]
+                mean_q = sum(q) / len(q)
                 ports[lab] = {
                     "util": round(sum(r["util"] for r in rs) / len(rs), 4),
-                    "queue_pkts": round(sum(r["queue_pkts"] for r in rs) / len(rs), 2),
+                    "queue_pkts": round(mean_q, 2),
+                    "queue_sd_pkts": round((sum((x - mean_q) ** 2 for x in q) / len(q)) ** 0.5, 2),
                     "drops": window_drops(rs),
                 }
         out["windows"][label] = {"window_s": [t0, t1], "flows": flows, "ports": ports}
@@ -273,6 +324,10 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
     out.update(flows=run["flows"], ports=run["ports"], engine=res["engine"])
     if res["tcp_summary"]:
         out["tcp"] = res["tcp_summary"]
+    if plan.tcp_flows:
+        out["tcp_flows"] = _bulk_summary(plan, res)
+    if res["ficcrd"]:
+        out["ficcrd_counters"] = res["ficcrd"]
     if plan.variant is not None:
         v = plan.variant
         out["variant"] = {

@@ -49,7 +49,17 @@ class Engine(Protocol):
         """The controller's per-port, per-period records, ``t`` since time 0."""
 
     def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
-        """Per flow, (t, packets received so far) at the receiver, every sample period."""
+        """Per flow, (t, packets received so far) at the receiver, every sample period;
+        a bulk TCP flow's count is its acknowledged segments (goodput)."""
+
+    def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
+        """Per bulk TCP flow, (t, segments retransmitted so far), every sample period."""
 
     def close(self) -> dict[str, Any]:
         """Tears down what ``build`` made; returns facts about the run (events, wall time)."""
+
+
+def controller_algo(algo: str) -> str:
+    """The controller's ``--algo`` for an experiment's algorithm: FICCRD runs on no rate
+    control (``none``) with its own tables (``--ficcrd``)."""
+    return "none" if algo == "ficcrd" else algo

@@ -135,6 +135,69 @@ def load(name_or_path: str | Path, scale: str | None = None) -> Any:
     exp = validate(doc, path)
     try:
         check(exp)
+        exp = scaled(doc, exp, path, scale)
         return build_plan(exp, path, scale)
     except ExperimentError as exc:
         raise ExperimentError(f"{path}: {exc}") from None
+
+
+def scale_name(exp: ExperimentFile, scale: str | None) -> str:
+    """The scale a run uses: the one asked for, else the file's first (``file``: none)."""
+    if scale is None or scale == "file":
+        return next(iter(exp.scales), "file")
+    return scale
+
+
+def scale_chain(exp: ExperimentFile, name: str) -> list[Any]:
+    """The scale and those it extends, the root first (checked: no cycles)."""
+    chain = []
+    here = exp.scales.get(name)
+    while here is not None:
+        chain.insert(0, here)
+        here = exp.scales.get(here.extends) if here.extends is not None else None
+    return chain
+
+
+def set_path(doc: dict[str, Any], key: str, value: Any) -> None:
+    """Sets a dotted path of the raw document (``*``: every element of a list)."""
+    parts = key.split(".")
+
+    def walk(here: Any, j: int) -> None:
+        part = parts[j]
+        last = j == len(parts) - 1
+        if isinstance(here, list):
+            idx = range(len(here)) if part == "*" else [int(part)]
+            for i in idx:
+                if last:
+                    here[i] = value
+                else:
+                    walk(here[i], j + 1)
+        elif last:
+            here[part] = value
+        else:
+            walk(here.setdefault(part, {}), j + 1)
+
+    walk(doc, 0)
+
+
+def scaled(doc: dict[str, Any], exp: ExperimentFile, path: Path, scale: str | None) -> Any:
+    """The file as a scale sees it: every ``set`` of the scale's chain applied to the raw
+    document, validated and checked again (the same file when the scale sets nothing)."""
+    import copy
+
+    from fairgate_exp.check import check
+
+    chain = scale_chain(exp, scale_name(exp, scale))
+    if not any(sc.set for sc in chain):
+        return exp
+    out = copy.deepcopy(doc)
+    for sc in chain:
+        for key, value in sc.set.items():
+            set_path(out, key, value)
+    try:
+        exp2 = validate(out, path)
+    except ExperimentError as exc:
+        name = scale_name(exp, scale)
+        raise ExperimentError(f"scales.{name}.set: {str(exc).split(': ', 1)[-1]}") from None
+    check(exp2)
+    return exp2

@@ -71,8 +71,50 @@ def window_drops(rs: list[dict[str, Any]]) -> int:
 
 
 def active_in(plan: Plan, t0: float, t1: float) -> list[FlowPlan]:
-    """Flows sending over the whole window (start before it, stop after it)."""
-    return [f for f in plan.flows if f.start_s <= t0 and f.stop_s >= t1]
+    """Flows sending over the whole window (start before it, stop after it): paced flows
+    and bulk TCP flows."""
+    return [f for f in plan.flows + plan.tcp_flows if f.start_s <= t0 and f.stop_s >= t1]
+
+
+def jain(values: list[float]) -> float:
+    """Jain's fairness index of ``values`` (0 when all are 0)."""
+    sq = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * sq) if sq > 0 else 0.0
+
+
+def common_bottleneck(plan: Plan, flows: list[FlowPlan]) -> tuple[str, int] | None:
+    """The slowest port every one of ``flows`` crosses with its data (None: none)."""
+    if not flows:
+        return None
+    common = set(flows[0].path)
+    for f in flows[1:]:
+        common &= set(f.path)
+    if not common:
+        return None
+    return min(common, key=lambda k: plan.ports[k].capacity_Bps(plan.frame))
+
+
+def goodput_ratio(
+    plan: Plan, rates: dict[str, list[tuple[float, float]]], t0: float, t1: float
+) -> tuple[float | None, str | None]:
+    """The bulk TCP flows' summed goodput (acknowledged data frames/s) over the capacity
+    of the port they all cross, and that port's label."""
+    flows = [f for f in plan.tcp_flows if f.start_s <= t0 and f.stop_s >= t1]
+    key = common_bottleneck(plan, flows)
+    if key is None:
+        return None, None
+    total = sum(mean_in(rates.get(f.name, []), t0, t1) or 0.0 for f in flows)
+    cap = plan.ports[key].capacity_Bps(plan.frame) / plan.frame
+    return round(total / cap, 4), plan.ports[key].label
+
+
+def retrans_in(series: list[tuple[float, int]], t0: float, t1: float) -> int:
+    """Retransmissions between t0 and t1 from a cumulative series."""
+    before = [n for t, n in series if t <= t0]
+    inside = [n for t, n in series if t <= t1]
+    if not inside:
+        return 0
+    return inside[-1] - (before[-1] if before else 0)
 
 
 @dataclass
@@ -115,6 +157,8 @@ def tcp_summaries(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
         recs[r["generator"]].append(FlowRecord(**{k: v for k, v in r.items() if k in fields}))
     out: dict[str, Any] = {}
     for g in plan.tcp:
+        if g.bulk and not any(r.outcome == "completed" for r in recs[g.name]):
+            continue  # long-lived flows: measured per flow (goodput), not by FCT
         out[g.name] = summarize(
             recs[g.name],
             duration_s=g.stop_s - g.start_s,
@@ -122,7 +166,7 @@ def tcp_summaries(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
             window_end_s=g.stop_s,
         )
         out[g.name]["every_flow"] = fct_by_size(recs[g.name], g.mss)
-    if len(plan.tcp) > 1:
+    if len(out) > 1:
         start = min(g.start_s for g in plan.tcp)
         stop = max(g.stop_s for g in plan.tcp)
         out["all"] = summarize(
@@ -175,7 +219,7 @@ def judge(
             continue
         if e.variants is not None and variant not in e.variants:
             continue
-        if e.metric == "queue" and algo != "lestas":
+        if e.metric == "queue" and e.target is None and algo != "lestas":
             continue
         if e.metric in ("completion_rate", "fct"):
             out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
@@ -328,15 +372,14 @@ def _judge_one(
                 f"<= {tol:g}",
                 {"flows": errs},
             )
-        vals = list(ratios.values())
-        jain = sum(vals) ** 2 / (len(vals) * sum(v * v for v in vals)) if any(vals) else 0.0
+        index = jain(list(ratios.values()))
         return Verdict(
             i,
             "jain",
             algo,
             win,
-            jain >= (e.min or 0),
-            round(jain, 4),
+            index >= (e.min or 0),
+            round(index, 4),
             f">= {e.min:g}",
             {"normalised_by": "max-min share", "flows": errs},
         )
@@ -360,6 +403,18 @@ def _judge_one(
             f"<= {tol:g} of {want:.1f} pkt/s",
             detail,
         )
+    if e.metric == "goodput":
+        ratio, port = goodput_ratio(plan, rates, t0, t1)
+        return Verdict(
+            i,
+            "goodput",
+            algo,
+            win,
+            ratio is not None and ratio >= (e.min or 0),
+            ratio,
+            f">= {e.min:g} of {port}'s capacity",
+            {"port": port, "flows": sorted(f.name for f in plan.tcp_flows)},
+        )
     # port metrics
     if e.ports:
         labels = list(e.ports)
@@ -374,14 +429,21 @@ def _judge_one(
             per[lab] = window_drops(rs)
         elif e.metric == "utilisation":
             per[lab] = round(sum(r["util"] for r in rs) / len(rs), 4) if rs else None
+        elif e.target is not None:  # queue, in data frames
+            q = sum(r["queue_pkts"] for r in rs) / len(rs) if rs else None
+            per[lab] = round(q, 2) if q is not None else None
         else:  # queue, in q_ref's packets (1500 B)
             q = sum(r["queue_bytes"] for r in rs) / len(rs) / 1500 if rs else None
             per[lab] = round(q, 2) if q is not None else None
     if e.metric == "drops":
         total = sum(per.values())
-        return Verdict(
-            i, "drops", algo, win, total <= (e.max or 0), total, f"<= {e.max:g}", {"ports": per}
-        )
+        ok = (e.max is None or total <= e.max) and (e.min is None or total >= e.min)
+        bounds = [
+            f">= {e.min:g}" if e.min is not None else "",
+            f"<= {e.max:g}" if e.max is not None else "",
+        ]
+        want = " and ".join(b for b in bounds if b)
+        return Verdict(i, "drops", algo, win, ok, total, want, {"ports": per})
     if e.metric == "utilisation":
         vals = [v for v in per.values() if v is not None]
         worst = min(vals) if vals else 0.0
@@ -396,7 +458,8 @@ def _judge_one(
             {"ports": per},
         )
     tol = float(e.within or 0.0)
-    q_ref = plan.q_ref_pkts
+    q_ref = plan.q_ref_pkts if e.target is None else float(units.parse_packets(e.target))
+    what = "q_ref" if e.target is None else "the target"
     errs = {k: (abs(v - q_ref) / q_ref if v is not None else None) for k, v in per.items()}
     vals = [v for v in errs.values() if v is not None]
     worst = max(vals) if vals else 1.0
@@ -407,6 +470,6 @@ def _judge_one(
         win,
         bool(vals) and worst <= tol,
         round(worst, 4),
-        f"<= {tol:g} from q_ref {q_ref:g} pkt",
-        {"queue_pkts_1500B": per},
+        f"<= {tol:g} from {what} {q_ref:g} pkt",
+        {"queue_pkts_1500B" if e.target is None else "queue_pkts": per},
     )

@@ -98,6 +98,8 @@ class TcpPlan:
     max_size: int | None
     pareto_shape: float
     mss: int
+    rwnd: int | None  # None: the engine's default
+    congestion_control: str  # "default" | "reno"
     whole_segments: bool
     syn_retries: int
     max_open: int | None
@@ -108,7 +110,20 @@ class TcpPlan:
 
     def paced(self, algo: str) -> bool:
         """Whether this generator's flows are paced senders (else TCP) under ``algo``."""
-        return self.transport == "paced" or (self.transport == "auto" and algo != "none")
+        return self.transport == "paced" or (
+            self.transport == "auto" and algo not in ("none", "ficcrd")
+        )
+
+    @property
+    def bulk(self) -> bool:
+        """Long TCP flows whose goodput is measured per flow (``flow_names``)."""
+        return self.kind == "bulk" and self.transport == "tcp"
+
+    def flow_names(self) -> list[str]:
+        """The recorded names of its flows, in order (bulk TCP)."""
+        if self.count == 1:
+            return [self.name]
+        return [f"{self.name}-{k + 1}" for k in range(self.count)]
 
 
 @dataclass(frozen=True)
@@ -172,6 +187,8 @@ class Plan:
     variant: VariantPlan | None = None  # the one being run (``with_variant``)
     session_window_s: float = 2.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # bulk TCP flows as flows (path, ack path): goodput per flow, in data frames/s
+    tcp_flows: list[FlowPlan] = field(default_factory=list)
 
     @property
     def gated(self) -> list[tuple[str, int]]:
@@ -258,6 +275,13 @@ class Plan:
             return round(pps) * frame, round(pps)
         return p.capacity_Bps(frame), None
 
+    def base_rtt_s(self, flow: FlowPlan) -> float:
+        """A flow's propagation RTT: its hosts' access delays and every port's delay on
+        its data and ack paths (no queueing, no ack hold)."""
+        src, dst = self.hosts[flow.src], self.hosts[flow.dst]
+        ports = sum(self.ports[k].delay_s for k in flow.path + flow.ack_path)
+        return src.delay_s + dst.delay_s + ports
+
     def window(self, phase: str | None) -> tuple[float, float]:
         if phase is None:
             return self.warmup_s, self.duration_s
@@ -297,7 +321,7 @@ class Plan:
                     "path": [self.ports[k].label for k in f.path],
                     "ack_path": [self.ports[k].label for k in f.ack_path],
                 }
-                for f in self.flows
+                for f in self.flows + self.tcp_flows
             },
         }
         return doc
@@ -348,11 +372,29 @@ def _assign_ports(exp: ExperimentFile) -> tuple[dict[str, int], list[tuple[int, 
     ]
 
 
-def _rate(text: str | None, factor: float) -> tuple[float | None, float | None]:
-    if text is None:
+def _scaled_rate(text: str | None, factor: float) -> tuple[float | None, float | None]:
+    if text is None or text == "line":
         return None, None
     r = units.parse_rate(text).scaled(factor)
     return (r.value, None) if r.unit == "bit/s" else (None, r.value)
+
+
+def scale_factor(exp: ExperimentFile, scale: str) -> float:
+    """A scale's factor, or that of the scale it extends (checked: one exists)."""
+    here = exp.scales[scale]
+    while here.factor is None and here.extends is not None:
+        here = exp.scales[here.extends]
+    return here.factor or 1.0
+
+
+def packet_queues(exp: ExperimentFile, scale: str) -> bool:
+    """Whether a scale serves bit/s capacities as packets/s (its own, else inherited)."""
+    here = exp.scales.get(scale)
+    while here is not None:
+        if here.packet_queues is not None:
+            return here.packet_queues
+        here = exp.scales.get(here.extends) if here.extends is not None else None
+    return False
 
 
 def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
@@ -361,18 +403,27 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
     if scale is None or scale == "file":
         scale = next(iter(exp.scales), "file")
     if scale in exp.scales:
-        factor, note = exp.scales[scale].factor, exp.scales[scale].note
+        factor, note = scale_factor(exp, scale), exp.scales[scale].note
     elif scale in ("file", "paper") or not exp.scales:
         factor, note = 1.0, "the file's numbers, unscaled"
     else:
         raise _err(f"no scale {scale!r} (the file has {', '.join(exp.scales)})")
     hports, lports = _assign_ports(exp)
     payload = units.parse_bytes(info.payload)
+    frame = payload + FRAME_OVERHEAD
+    in_packets = packet_queues(exp, scale)
+
+    def _rate(text: str | None, factor: float) -> tuple[float | None, float | None]:
+        bps, pps = _scaled_rate(text, factor)
+        if in_packets and bps is not None:
+            return None, float(max(1, round(bps / (8 * frame))))
+        return bps, pps
+
     hosts: dict[str, HostPlan] = {}
     ports: dict[tuple[str, int], PortPlan] = {}
     for i, h in enumerate(exp.hosts, start=1):
         port = hports[h.name]
-        up = None if h.uplink is None else units.parse_rate(h.uplink).scaled(factor)
+        up = None if h.uplink in (None, "line") else units.parse_rate(h.uplink).scaled(factor)
         hosts[h.name] = HostPlan(
             h.name,
             i,
@@ -438,8 +489,6 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         sample_s=units.parse_time(exp.measure.sample),
         exact_queue=exp.measure.queue == "exact",
     )
-    if plan.frame > 1500 + 18:
-        raise _err(f"experiment.payload {info.payload}: frames above 1518 B do not fit")
     try:
         topo = plan.topology()
     except (TopologyError, ValueError) as exc:
@@ -470,6 +519,8 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         if data is None or _path(plan, table, t.dst, t.src) is None:
             raise _err(f"tcp[{i}] ({t.name}): no route from {t.src} to {t.dst}")
         stop = duration - units.parse_time(t.drain) if t.stop is None else units.parse_time(t.stop)
+        acks = _path(plan, table, t.dst, t.src)
+        assert acks is not None
         plan.tcp.append(
             TcpPlan(
                 t.name,
@@ -484,6 +535,8 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 None if t.max_size is None else units.parse_bytes(t.max_size),
                 t.pareto_shape,
                 units.parse_bytes(t.mss),
+                None if t.rwnd == "default" else units.parse_bytes(t.rwnd),
+                t.congestion_control,
                 t.whole_segments,
                 t.syn_retries,
                 t.max_open,
@@ -493,6 +546,12 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 data,
             )
         )
+        if plan.tcp[-1].bulk:
+            start = units.parse_time(t.start)
+            plan.tcp_flows += [
+                FlowPlan(n, t.src, t.dst, start, stop, None, data, acks)
+                for n in plan.tcp[-1].flow_names()
+            ]
     for i, a in enumerate(exp.cm):
         if _path(plan, table, a.src, a.dst) is None or _path(plan, table, a.dst, a.src) is None:
             raise _err(f"cm[{i}] ({a.name}): no route from {a.src} to {a.dst}")

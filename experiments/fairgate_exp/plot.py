@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fairgate_exp import units
 from fairgate_exp.oracle import maxmin_pps
 from fairgate_exp.plan import Plan
 
@@ -23,10 +24,11 @@ def plot_run(
         or plan.algorithms
     )
     fig, axes = plt.subplots(2, len(algos), figsize=(5 * len(algos), 6), squeeze=False)
-    oracle = maxmin_pps(plan)
+    oracle = maxmin_pps(plan, plan.flows + plan.tcp_flows)
+    targets = sorted({float(units.parse_packets(e.target)) for e in plan.file.expect if e.target})
     for j, algo in enumerate(algos):
         ax = axes[0][j]
-        for f in plan.flows:
+        for f in plan.flows + plan.tcp_flows:
             pts = [
                 (r["t"], r["rate_pps"]) for r in flows if r["algo"] == algo and r["flow"] == f.name
             ]
@@ -43,6 +45,8 @@ def plot_run(
                 (r["t"], r["queue_pkts"]) for r in ports if r["algo"] == algo and r["port"] == lab
             ]
             ax.plot(*zip(*pts, strict=True), label=lab)
+        for q in targets:
+            ax.axhline(q, color="g", ls="--", lw=1, label=f"target {q:g} pkt")
         ax.set_xlabel("time (s)")
         ax.set_ylabel("queue (pkt)")
         ax.legend(fontsize=7)
@@ -77,6 +81,52 @@ def plot_tcp(run_dir: Path, plan: Plan, tcp: list[dict[str, Any]]) -> list[Path]
         ax.legend(fontsize=7)
     fig.tight_layout()
     out = run_dir / f"{plan.name}-tcp.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return [out]
+
+
+def plot_bulk(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Path]:
+    """Bulk TCP flows after warm-up, per run: goodput over the max-min share (Jain in the
+    legend) and retransmissions, one bar per flow labelled with its base RTT."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = {a: r for a, r in per_algo.items() if "tcp_flows" in r}
+    if not runs:
+        return []
+    names = [f.name for f in plan.tcp_flows]
+    fig, (ax_g, ax_r) = plt.subplots(2, 1, figsize=(max(7, 0.8 * len(names)), 6), sharex=True)
+    width = 0.8 / len(runs)
+    for k, (algo, res) in enumerate(runs.items()):
+        xs = [i + k * width for i in range(len(names))]
+        flows, tf = res["flows"], res["tcp_flows"]
+        share = [
+            (flows[n]["mean_pps"] or 0) / flows[n]["maxmin_pps"]
+            if n in flows and flows[n]["maxmin_pps"]
+            else 0.0
+            for n in names
+        ]
+        ax_g.bar(xs, share, width, label=f"{algo} (Jain {tf['jain']:.3f})")
+        per = tf["retrans_per_flow"]
+        retrans = [per.get(n, {}).get("after_warmup", 0) for n in names]
+        ax_r.bar(xs, retrans, width, label=f"{algo} ({tf['retrans_after_warmup']} after warm-up)")
+    rtt = next(iter(runs.values()))["tcp_flows"].get("base_rtt_ms", {})
+    ax_r.set_xticks(
+        [i + 0.4 - width / 2 for i in range(len(names))],
+        [f"{n}\n{rtt[n]:g} ms" if n in rtt else n for n in names],
+    )
+    ax_g.axhline(1.0, color="k", ls=":", lw=1)
+    ax_g.set_title(f"{plan.name}: goodput after warm-up / max-min share")
+    ax_g.set_ylabel("goodput / share")
+    ax_g.legend(fontsize=8)
+    ax_r.set_ylabel("retransmissions after warm-up")
+    ax_r.set_xlabel("flow (base RTT)")
+    ax_r.legend(fontsize=8)
+    fig.tight_layout()
+    out = run_dir / f"{plan.name}-goodput.png"
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return [out]

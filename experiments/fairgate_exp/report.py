@@ -134,12 +134,13 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
             "|---|---|---|" + "---|" * len(cols),
         ]
     lines += _tcp_rows(by, cols, head)
+    flow_lines: list[str] = []
     for win, flow in rows:
-        cells, oracle, span = [], None, ""
+        cells, oracle, spans = [], None, []
         for eng, scale, algo in cols:
             res = by[(eng, scale)]["results"][algo]
             w = res.get("windows", {"run": res}).get(win, {})
-            span = span or "-".join(f"{t:g}" for t in w.get("window_s", []))
+            spans.append("-".join(f"{t:g}" for t in w.get("window_s", [])))
             f = w.get("flows", {}).get(flow, {})
             own = f.get("maxmin_pps")
             oracle = oracle if oracle is not None else own
@@ -148,33 +149,51 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
                 cell += f" (max-min {_fmt(own)})"  # another scale: its own oracle
             cells.append(cell)
         shown = _fmt(oracle) if oracle is not None else "-"
-        label = f"{win} {span} s" if span else win
-        lines.append(f"| {label} | {flow} | {shown} | " + " | ".join(cells) + " |")
+        known = [x for x in spans if x]
+        label = f"{win} {known[0]} s" if known else win
+        # scales of different lengths: a cell in another window says which
+        cells = [
+            f"{c} ({x} s)" if x and known and x != known[0] and c != "-" else c
+            for c, x in zip(cells, spans, strict=True)
+        ]
+        flow_lines.append(f"| {label} | {flow} | {shown} | " + " | ".join(cells) + " |")
+    lines += flow_lines
+    lines += _figure_rows(by, cols, head)
     lines += ["", f"| expectation | {head} |", "|---|" + "---|" * len(cols)]
-    seen: list[tuple[int, str, tuple[float, float]]] = []
+    seen: list[tuple[int, str]] = []
     for s in by.values():
         for v in s["verdicts"]:
-            key = (v["expect"], v["metric"], tuple(v["window_s"]))
+            key = (v["expect"], v["metric"])
             if key not in seen:
                 seen.append(key)
-    for idx, metric, window in sorted(seen):
+    for idx, metric in sorted(seen):
         want = ""
-        cells = []
-        for eng, scale, algo in cols:
-            v = next(
+        found: list[dict[str, Any] | None] = [
+            next(
                 (
                     v
                     for v in by[(eng, scale)]["verdicts"]
-                    if v["expect"] == idx and v["algo"] == algo
+                    if v["expect"] == idx and v["algo"] == algo and v["metric"] == metric
                 ),
                 None,
             )
+            for eng, scale, algo in cols
+        ]
+        windows = {tuple(v["window_s"]) for v in found if v is not None}
+        cells = []
+        for v in found:
             if v is None:
                 cells.append("-")
                 continue
             want = v["expected"]
-            cells.append(f"{'pass' if v['passed'] else '**FAIL**'} {_fmt(v['measured'])}")
-        label = f"{metric} {want} ({window[0]:g}-{window[1]:g} s)"
+            cell = f"{'pass' if v['passed'] else '**FAIL**'} {_fmt(v['measured'])}"
+            if len(windows) > 1:  # scales of different lengths: each cell says its window
+                cell += f" ({v['window_s'][0]:g}-{v['window_s'][1]:g} s)"
+            cells.append(cell)
+        label = f"{metric} {want}"
+        if len(windows) == 1:
+            (w,) = windows
+            label += f" ({w[0]:g}-{w[1]:g} s)"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -187,6 +206,61 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
         "",
     ]
     return lines
+
+
+def _figure_rows(
+    by: dict[tuple[str, str], dict[str, Any]], cols: list[tuple[str, str, str]], head: str
+) -> list[str]:
+    """After warm-up: each measured port's queue (mean +- sd, packets), drops and
+    utilisation; bulk TCP flows' Jain index, goodput over capacity and retransmissions."""
+    ports: list[str] = []
+    bulk = False
+    for s in by.values():
+        for res in s["results"].values():
+            ports += [p for p in res.get("ports", {}) if p not in ports]
+            bulk = bulk or "tcp_flows" in res
+
+    def port_fig(p: str, key: str) -> Any:
+        def get(res: dict[str, Any]) -> Any:
+            v = res.get("ports", {}).get(p)
+            if v is None:
+                return None
+            if key == "queue":
+                sd = v.get("queue_sd_pkts")
+                return _fmt(v["queue_pkts"]) + (f" +- {_fmt(sd)}" if sd is not None else "")
+            return v.get(key)
+
+        return get
+
+    figures: list[tuple[str, Any]] = []
+    for p in ports:
+        figures += [
+            (f"{p} queue (pkt)", port_fig(p, "queue")),
+            (f"{p} drops", port_fig(p, "drops")),
+            (f"{p} utilisation", port_fig(p, "util")),
+        ]
+    if bulk:
+        figures += [
+            ("TCP Jain (goodput)", lambda r: (r.get("tcp_flows") or {}).get("jain")),
+            (
+                "TCP goodput / capacity",
+                lambda r: (r.get("tcp_flows") or {}).get("goodput_over_capacity"),
+            ),
+            (
+                "TCP retransmissions",
+                lambda r: (r.get("tcp_flows") or {}).get("retrans_after_warmup"),
+            ),
+        ]
+    if not figures:
+        return []
+    out = ["", f"| after warm-up | {head} |", "|---|" + "---|" * len(cols)]
+    for label, get in figures:
+        cells = []
+        for eng, scale, algo in cols:
+            v = get(by[(eng, scale)]["results"][algo])
+            cells.append(_fmt(v) if v is not None else "-")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out
 
 
 def _tcp_rows(

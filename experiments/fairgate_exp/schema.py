@@ -20,6 +20,13 @@ def _rate(v: str) -> str:
     return v
 
 
+def _rate_or_line(v: str) -> str:
+    """A rate, or ``"line"``: the line rate (no limit), e.g. to undo a capacity in a scale."""
+    if v != "line":
+        units.parse_rate(v, "capacity")
+    return v
+
+
 def _time(v: str) -> str:
     units.parse_time(v)
     return v
@@ -60,6 +67,7 @@ def _fraction(v: str | float) -> float:
 
 
 RateStr = Annotated[str, BeforeValidator(_rate)]
+LineRateStr = Annotated[str, BeforeValidator(_rate_or_line)]
 TimeStr = Annotated[str, BeforeValidator(_time)]
 PosTimeStr = Annotated[str, BeforeValidator(_ptime)]
 PktStr = Annotated[str, BeforeValidator(_pkts)]
@@ -68,7 +76,10 @@ PeriodStr = Annotated[str, BeforeValidator(_period)]
 Fraction = Annotated[str | float, BeforeValidator(_fraction)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
 
-Algorithm = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
+# "none": no rate control in the switches (droptail); "ficcrd": none plus FICCRD
+# (resource discovery, MAPR/DPF at core queues, receive-window rewriting at the edges)
+Algorithm = Literal["qfcp", "rcp", "lestas", "xcp", "none", "ficcrd"]
+ALGORITHMS: tuple[str, ...] = Algorithm.__args__  # type: ignore[attr-defined]
 
 
 class Strict(BaseModel):
@@ -97,16 +108,27 @@ class Control(Strict):
 
 
 class Scale(Strict):
-    factor: float = Field(gt=0)  # multiplies every capacity and flow rate
+    """A scale of the file: ``factor`` multiplies every capacity and flow rate; ``set``
+    changes fields for this scale only (dotted paths as in ``[sweep.grid]``, ``*`` for
+    every element of a list: ``"hosts.*.delay" = "0ms"``), applied in order after those
+    of the scale it ``extends`` (whose factor it inherits when it gives none)."""
+
+    factor: float | None = Field(default=None, gt=0)
     note: str = ""
+    extends: Name | None = None
+    set: dict[str, Any] = Field(default_factory=dict)
+    # true: every bit/s capacity is served as packets/s of the data frame, as BMv2's
+    # queues do (an ack or a FICCRD RD costs a whole packet); default: the extended
+    # scale's, else false
+    packet_queues: bool | None = None
 
 
 class Host(Strict):
     name: Name
     switch: Name
     port: int | None = Field(default=None, ge=1, le=15)  # default: the next free one
-    capacity: RateStr | None = None  # switch -> host (default: line rate)
-    uplink: RateStr | None = None  # host -> switch, simulator (default: line rate, 100 Mbit/s)
+    capacity: LineRateStr | None = None  # switch -> host (default or "line": line rate)
+    uplink: LineRateStr | None = None  # host -> switch, simulator (default: line, 100 Mbit/s)
     buffer: PktStr = "64pkt"
     delay: TimeStr = "0ms"  # one-way delay of the access link (both directions)
     ack_delay: TimeStr = "0ms"  # the receiver holds each ack this long (RTT emulation)
@@ -118,8 +140,8 @@ class Link(Strict):
     b: Name
     a_port: int | None = Field(default=None, ge=1, le=15)
     b_port: int | None = Field(default=None, ge=1, le=15)
-    capacity: RateStr  # a -> b
-    reverse_capacity: RateStr | None = None  # b -> a (default: line rate, as the labs)
+    capacity: LineRateStr  # a -> b ("line": the line rate)
+    reverse_capacity: LineRateStr | None = None  # b -> a (default: line rate, as the labs)
     delay: TimeStr = "0ms"  # one-way propagation delay (both directions)
     buffer: PktStr = "64pkt"
     gate_syn: bool = False  # SYN admission on a's port towards b
@@ -158,6 +180,11 @@ class TcpGenerator(Strict):
     max_size: ByteStr | None = None
     pareto_shape: float = Field(default=1.5, gt=1)
     mss: ByteStr = "1448B"
+    # the receiver's window: "default" is the simulator's 6 MiB (Linux's tcp_rmem max) and
+    # the kernel's own on BMv2
+    rwnd: ByteStr | Literal["default"] = "default"
+    # "reno" sets the hosts' kernel TCP to Reno on BMv2 (the simulator's TCP is Reno)
+    congestion_control: Literal["default", "reno"] = "default"
     whole_segments: bool = False  # round every size up to whole segments (sizes in packets)
     syn_retries: int = Field(default=3, ge=0)  # the labs' tcp_syn_retries
     max_open: int | None = Field(default=None, ge=1)  # beyond it an arrival is "capped"
@@ -223,6 +250,7 @@ Metric = Literal[
     "flow_rate",
     "completion_rate",
     "fct",
+    "goodput",
     "convergence",
 ]
 
@@ -237,6 +265,8 @@ class Expect(Strict):
     ports: list[str] | None = None  # utilisation/drops/queue; default: every measured port
     flows: list[Name] | None = None  # flow_rate/jain/maxmin; default: every flow
     value: RateStr | None = None  # flow_rate: the expected rate
+    # queue: the target in data frames (default: Lestas's q_ref, judged for lestas only)
+    target: PktStr | None = None
     phase: Name | None = None  # default: from warmup to the end
     algorithms: list[Algorithm] | None = None  # default: every algorithm of the run
     variants: list[Name] | None = None  # default: every variant
@@ -244,6 +274,15 @@ class Expect(Strict):
 
 class Sweep(Strict):
     grid: dict[str, list[Any]] = Field(default_factory=dict)  # "links.0.capacity" -> values
+
+
+class Ficcrd(Strict):
+    """FICCRD's parameters (algorithm ``ficcrd``; the controller's defaults). Host-facing
+    ports are sources and edges; switch-to-switch ports (``core = "all"``: every port) are
+    core queues with Q0 = bur x their buffer."""
+
+    rd_interval: int = Field(default=8, ge=1, le=0xFFFF)  # k: one RD per k packets of a flow
+    core: Literal["links", "all"] = "links"
 
 
 class ExperimentFile(Strict):
@@ -260,5 +299,6 @@ class ExperimentFile(Strict):
     phases: list[Phase] = Field(default_factory=list)
     measure: Measure = Field(default_factory=Measure)
     expect: list[Expect] = Field(default_factory=list)
+    ficcrd: Ficcrd = Field(default_factory=Ficcrd)
     paper: dict[str, str | float | int] = Field(default_factory=dict)  # printed beside ours
     sweep: Sweep | None = None

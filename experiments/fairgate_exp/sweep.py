@@ -47,11 +47,13 @@ def run_point(
     from fairgate_exp.check import check
     from fairgate_exp.driver import run
     from fairgate_exp.engines.sim import SimEngine
+    from fairgate_exp.load import scaled
     from fairgate_exp.plan import build_plan
 
     p = Path(path)
     exp = validate(doc, p)
     check(exp)
+    exp = scaled(doc, exp, p, scale)
     plan = build_plan(exp, p, scale)
     run_dir, summary = run(plan, SimEngine, "sim", Path(results), algos, say=lambda _m: None)
     return {"run_dir": str(run_dir), "summary": summary}

@@ -5,6 +5,9 @@ from __future__ import annotations
 from fairgate_exp.plan import TcpPlan
 from fairgate_hosts.traffic.workload import FlowSpec, Workload
 
+#: The hosts' sender mode under each algorithm, both engines (RCP hosts are QFCP hosts).
+SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "xcp": "xcp", "none": "qfcp"}
+
 
 def tcp_specs(gen: TcpPlan, seed: int) -> list[FlowSpec]:
     """The generator's flows (arrival time since time 0, bytes): ``count`` bulk flows at

@@ -23,12 +23,16 @@ from typing import Any
 
 import pytest
 
+from fairgate_topo.interactive import lab_spec
 from fairgate_topo.labnet import pps_to_kbps
-from fairgate_topo.scenarios.two_bottleneck import LINK1, UNIT_PPS
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "mininet> "
-LINK1_KBPS = pps_to_kbps(LINK1 * UNIT_PPS)  # 3974 kbit/s of frames
+# link 1 of experiments/two-bottleneck.toml: s1 -> s2, 400 pkt/s (3974 kbit/s of frames)
+LINK1 = next(x for x in lab_spec("two-bottleneck").topology.links if (x.a, x.b) == ("s1", "s2"))
+assert LINK1.rate_pps is not None
+LINK1_KBPS = pps_to_kbps(LINK1.rate_pps)
+S1_PORT = f"s1:{LINK1.a_port}"
 TSHARK = shutil.which("tshark")
 
 
@@ -191,7 +195,7 @@ def test_prompt_shows_the_cheat_sheet(scripted: Any) -> None:
     pieces, _run_dir, _session, code, out = scripted
     assert code == 0, out[-3000:]
     banner = pieces["banner"]
-    assert "s1:1 -> s2  400 pkt/s = 3.97 Mbit/s" in banner, banner
+    assert f"{S1_PORT} -> s2  400 pkt/s = 3.97 Mbit/s" in banner, banner
     for cmd in ("fg-send", "fg-recv", "fg-tcp", "fg-cm", "fg-status"):
         assert cmd in banner
 
@@ -199,10 +203,10 @@ def test_prompt_shows_the_cheat_sheet(scripted: Any) -> None:
 def test_two_senders_share_link1_and_fg_status_shows_it(scripted: Any) -> None:
     pieces, run_dir, _session, _code, _out = scripted
     rows = status_rows(pieces["status"])
-    assert "s1:1" in rows, pieces["status"]
+    assert S1_PORT in rows, pieces["status"]
     fair = LINK1_KBPS / 2
-    assert rows["s1:1"]["rate"] == pytest.approx(fair, rel=0.25), pieces["status"]
-    assert rows["s1:1"]["arrivals"] > 0.8 * LINK1_KBPS, pieces["status"]
+    assert rows[S1_PORT]["rate"] == pytest.approx(fair, rel=0.25), pieces["status"]
+    assert rows[S1_PORT]["arrivals"] > 0.8 * LINK1_KBPS, pieces["status"]
     logs = sorted((run_dir / "cmds").glob("h*-send-*.jsonl"))
     assert [p.name[:2] for p in logs] == ["h1", "h2"], logs
     for path in logs:
@@ -238,7 +242,7 @@ def test_tshark_decodes_the_rate_header_in_the_lab_pcap(scripted: Any) -> None:
     from fairgate_p4.wireshark import OUTPUT as DISSECTOR
 
     _pieces, run_dir, *_ = scripted
-    pcap = run_dir / "pcap" / "s1-eth1_out.pcap"  # s1 -> s2: the data of both flows
+    pcap = run_dir / "pcap" / f"s1-eth{LINK1.a_port}_out.pcap"  # s1 -> s2: both flows' data
     assert pcap.stat().st_size > 10_000
     fields = ["fairgate.kind", "fairgate.rate_kbps", "fairgate.flags.congested", "ip.src"]
     cmd = [str(TSHARK), "-n", "-X", f"lua_script:{DISSECTOR}", "-r", str(pcap), "-Y", "fairgate"]

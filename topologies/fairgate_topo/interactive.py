@@ -1,9 +1,10 @@
 """Interactive lab: ``make run EXP=<experiment>`` puts the network at a ``mininet>`` prompt.
 
 ``python -m fairgate_topo.interactive --exp two-bottleneck [--algo qfcp] [--pcap]`` builds the
-experiment's BMv2 + Mininet network (``lab_spec``: the one function that reads the experiment
-definitions), starts the controller and, on every host, a receiver agent (UDP 7471, acks held
-by the experiment's RTT) and a TCP sink (5001); no traffic. It prints a cheat sheet and leaves
+network of an experiment file (``experiments/<name>.toml`` or a path; ``lab_spec`` reads it as
+the BMv2 experiment engine does), starts the controller with the file's control settings and,
+on every host, a receiver agent (UDP 7471, acks held by the host's ``ack_delay``) and a TCP
+sink (5001); the file's flows are not started. It prints a cheat sheet and leaves
 the user at the Mininet CLI, where the host commands ``fg-send``, ``fg-recv``, ``fg-tcp``,
 ``fg-cm`` (``fairgate_hosts.cli``) and ``fg-status`` work. Everything goes to the run folder
 ``results/<experiment>/cli-<run-id>/``; with ``--pcap`` BMv2 writes ``pcap/<interface>_in.pcap``
@@ -36,10 +37,9 @@ from types import FrameType
 from typing import Any
 
 from fairgate_topo.labnet import LabTopology, pps_to_kbps
+from fairgate_topo.labrun import PY
 
-PY = sys.executable
 TCP_SINK_PORT = 5001
-DEFAULT_RTT_MS = 40.0
 COMMANDS = {
     "fg-send": "fairgate_hosts.cli.send",
     "fg-recv": "fairgate_hosts.cli.recv",
@@ -59,7 +59,7 @@ class Terminated(BaseException):
 
 @dataclass(frozen=True)
 class LabSpec:
-    """What the interactive lab needs from an experiment."""
+    """What the interactive lab needs from an experiment file."""
 
     name: str
     paper: str
@@ -67,33 +67,38 @@ class LabSpec:
     host_sysctls: dict[str, str]
     algos: tuple[str, ...]  # accepted by --algo
     default_algo: str
-    rtt_ms: float
+    ack_delay_ms: dict[str, float]  # per host: its receiver holds acks this long
+    controller_args: tuple[str, ...]
 
 
-def lab_spec(exp: str) -> LabSpec:
-    """The experiment's network and settings. The only place that reads experiment
-    definitions (today the scenario classes of ``fairgate_topo.scenarios``)."""
-    from fairgate_topo.scenarios import registry
+def lab_spec(exp: str, scale: str | None = None) -> LabSpec:
+    """The network, hosts and algorithms of an experiment file (``experiments/<name>.toml``
+    or a path), as the BMv2 experiment engine builds them; the file's flows are not started."""
+    from fairgate_exp.engines.bmv2 import controller_args, lab_topology, tcp_sysctls
+    from fairgate_exp.load import ExperimentError, load
 
-    scenarios = registry()
-    if exp not in scenarios:
-        raise LabError(f"unknown experiment {exp!r} (one of: {', '.join(sorted(scenarios))})")
-    sc = scenarios[exp]()
-    rtt = sc.scaling(False).get("rtt_ms", DEFAULT_RTT_MS)
+    try:
+        plan = load(exp, scale)
+        topology = lab_topology(plan)
+    except (ExperimentError, ValueError) as exc:
+        raise LabError(str(exc).splitlines()[0]) from None
+    algos = tuple(dict.fromkeys([*plan.algorithms, "qfcp", "rcp", "lestas", "none"]))
     return LabSpec(
-        sc.name,
-        sc.paper,
-        sc.topology(False),
-        sc.host_sysctls(),
-        (*sc.allowed, "none"),
-        sc.algos[0],
-        float(rtt) if isinstance(rtt, int | float) else DEFAULT_RTT_MS,
+        plan.name,
+        plan.file.experiment.paper or plan.file.experiment.title or plan.name,
+        topology,
+        tcp_sysctls(plan),
+        algos,
+        plan.algorithms[0],
+        {h.name: h.ack_delay_s * 1000 for h in plan.hosts.values()},
+        tuple(controller_args(plan)),
     )
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m fairgate_topo.interactive", description=__doc__)
-    p.add_argument("--exp", required=True, help="experiment (make run EXP=...)")
+    p.add_argument("--exp", required=True, help="experiment file: a name in experiments/ or a path")
+    p.add_argument("--scale", default=None, help="the file's scale (default: its first)")
     p.add_argument("--algo", default=None, help="controller algorithm (default: the experiment's)")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps into the run folder")
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder")
@@ -137,8 +142,14 @@ def cheat_sheet(spec: LabSpec, algo: str, run_dir: Path, thrift: dict[str, int])
     a, b = hosts[0], hosts[-1]
     c = hosts[1] if len(hosts) > 2 else a
     d = hosts[-2] if len(hosts) > 2 else b
+    delays = sorted({round(d, 3) for d in spec.ack_delay_ms.values()})
+    held = (
+        f"acks held {delays[0]:g} ms"
+        if len(delays) == 1
+        else "acks held " + ", ".join(f"{h} {d:g} ms" for h, d in spec.ack_delay_ms.items() if d)
+    )
     lines += [
-        f"every host runs a receiver (UDP 7471, acks held {spec.rtt_ms:g} ms: the emulated RTT)",
+        f"every host runs a receiver (UDP 7471, {held}: the emulated RTT)",
         f"and a TCP sink (port {TCP_SINK_PORT}). Commands (host names become addresses):",
         f"  {a} fg-send {b} --for 30 &         rate-controlled UDP flow (--rate 20M: ask <= 20M)",
         f"  {c} fg-send {d} --for 30 &         a second flow: watch the first one's rate fall",
@@ -331,16 +342,15 @@ def make_cli_class() -> type:
     return FairGateCLI
 
 
-def start_agents(ctx: Any, rtt_ms: float) -> None:
-    """A receiver agent and a TCP sink on every host (the experiments' agents)."""
-    from fairgate_topo.scenarios.common import start_receivers
-
-    hosts = list(ctx.topology.hosts)
-    start_receivers(ctx, dict.fromkeys(hosts, rtt_ms))
-    for h in hosts:
+def start_agents(ctx: Any, ack_delay_ms: dict[str, float]) -> None:
+    """A receiver agent (acks held as the file says) and a TCP sink on every host."""
+    for h, delay in ack_delay_ms.items():
+        cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay:g}"]
+        cmd += ["--log", str(ctx.log_path(f"rx-{h}")), "--log-interval", "0.2"]
+        ctx.procs.start(f"rx-{h}", cmd, ctx.net.host(h))
         cmd = [PY, "-m", "fairgate_hosts.traffic.server", "--port", str(TCP_SINK_PORT)]
         cmd += ["--records", str(ctx.log_path(f"tcp-sink-{h}"))]
-        ctx.procs.start(f"tcp-sink-{h}", cmd, ctx.host(h))
+        ctx.procs.start(f"tcp-sink-{h}", cmd, ctx.net.host(h))
 
 
 def session_doc(spec: LabSpec, algo: str, net: Any, procs: Any) -> dict[str, Any]:
@@ -355,7 +365,10 @@ def session_doc(spec: LabSpec, algo: str, net: Any, procs: Any) -> dict[str, Any
     return {
         "experiment": spec.name,
         "algo": algo,
-        "ack_delay_ms": spec.rtt_ms,
+        # fg-recv's own receiver holds acks this long: the file's receivers' delay (the
+        # largest), per host in ack_delay_ms_by_host
+        "ack_delay_ms": max(spec.ack_delay_ms.values(), default=0.0),
+        "ack_delay_ms_by_host": spec.ack_delay_ms,
         "hosts": hosts,
         "ports": port_peers(spec.topology),
         "pids": {k: [v, process_start_ticks(v)] for k, v in pids.items()},
@@ -370,8 +383,8 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
     from mininet.log import setLogLevel
 
     from fairgate_topo.labnet import LabNet
+    from fairgate_topo.labrun import LabContext
     from fairgate_topo.procs import ProcessGroup
-    from fairgate_topo.scenarios.common import LAB_PERIOD, LabContext
 
     setLogLevel("output")
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -385,10 +398,10 @@ def run_session(spec: LabSpec, algo: str, run_dir: Path, pcap: bool) -> None:
             namespaces: set[str] = set()
             shells: set[int] = set()
             try:
-                ctx = LabContext(spec.name, algo, False, run_dir, net, procs, say=print)
+                ctx = LabContext(spec.name, algo, run_dir, net, procs, say=print)
                 tell(f"[{spec.name}] starting the controller ({algo}) and the host agents")
-                ctx.start_controller(algo, LAB_PERIOD)
-                start_agents(ctx, spec.rtt_ms)
+                ctx.start_controller(algo, list(spec.controller_args))
+                start_agents(ctx, spec.ack_delay_ms)
                 doc = session_doc(spec, algo, net, procs)
                 namespaces = set(doc["netns"])
                 shells = {n.pid for n in net.net.hosts}
@@ -434,11 +447,11 @@ def pcap_switch_class(pcap_dir: Path) -> type:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fairgate_topo.lab import check_environment
+    from fairgate_exp.engines.bmv2 import check_environment
 
     args = parser().parse_args(argv)
     try:
-        spec = lab_spec(args.exp)
+        spec = lab_spec(args.exp, args.scale)
         algo = choose_algo(spec, args.algo)
     except LabError as exc:
         print(f"make run: {exc}", file=sys.stderr)

@@ -65,27 +65,6 @@ def single_bottleneck(
     return topo
 
 
-def ficcrd_p2p(
-    n: int, rate_pps: int, depth: int = DEFAULT_DEPTH, delays_ms: dict[str, float] | None = None
-) -> LabTopology:
-    """FICCRD Fig. 2 (peer to peer): n sources, n distinct receivers, one
-    bottleneck s1 -> s2 (the paper's routers 11 -> 12). Source h1 (the paper's
-    source 0) reaches s1 through an extra switch s0 (the paper's router 10), the
-    others are on s1 directly; receiver i is on s2. `delays_ms` gives a source's
-    access link a one-way delay (a delay-line node between it and its switch)."""
-    delays = delays_ms or {}
-    topo = LabTopology()
-    s1, s2, s0 = topo.add_switch("s1"), topo.add_switch("s2"), topo.add_switch("s0")
-    topo.add_link(s1, s2, rate_pps, depth)
-    topo.add_link(s0, s1)
-    topo.add_host("h1", s0, delay_ms=delays.get("h1"))
-    for i in range(2, n + 1):
-        topo.add_host(f"h{i}", s1, delay_ms=delays.get(f"h{i}"))
-    for i in range(1, n + 1):
-        topo.add_host(f"r{i}", s2)
-    return topo
-
-
 def fan_in(n: int, rate_pps: int, depth: int = DEFAULT_DEPTH) -> LabTopology:
     """N senders h1..hN on s1, one receiver r1 on s2 behind the bottleneck
     s1 -> s2 (one receiver agent serves every flow: fewer processes)."""

@@ -84,6 +84,18 @@ class Watched:
     def start_flow(self, flow: FlowPlan) -> None:
         self.inner.start_flow(flow)
 
+    def start_tcp(self, gen: Any) -> None:
+        self.inner.start_tcp(gen)
+
+    def start_cm(self, app: Any) -> None:
+        self.inner.start_cm(app)
+
+    def tcp_records(self) -> list[dict[str, Any]]:
+        return list(self.inner.tcp_records())
+
+    def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
+        return dict(self.inner.tcp_retransmits())
+
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
         self.inner.set_capacity(switch, port, pps, bps)
 

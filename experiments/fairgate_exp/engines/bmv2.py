@@ -13,23 +13,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
-from fairgate_exp.traffic import tcp_specs
+from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
+from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
 from fairgate_topo.procs import ProcessGroup
-from fairgate_topo.scenarios.common import LabContext, read_jsonl
-from fairgate_topo.scenarios.session_control import SYSCTLS, write_meter
 from fairgate_topo.switch_cli import set_queue
 
-PY = sys.executable
-SENDER_MODE = {"qfcp": "qfcp", "rcp": "qfcp", "lestas": "lestas", "xcp": "xcp", "none": "qfcp"}
 SPORT_BASE = 41000
+UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain kernel TCP
+LONG_LIVED_BYTES = 100_000_000  # bulk flows on BMv2 send until their stop (tcp_cm)
+MAX_FRAME = 1518
 
 
 def check_environment() -> str | None:
@@ -53,16 +53,21 @@ def lab_topology(plan: Plan) -> LabTopology:
             'bmv2 engine: measure.queue = "exact" is the simulator\'s; BMv2 gives the '
             "controller's queue histogram"
         )
-    if plan.cm:
+    if plan.frame > MAX_FRAME:
         raise ValueError(
-            "bmv2 engine: CM apps ([[cm]]) run in the simulator only so far; "
-            "make lab EXP=cm-sharing runs the old scenario on BMv2"
+            f"bmv2 engine: experiment.payload makes {plan.frame} B frames; Ethernet frames "
+            f"above {MAX_FRAME} B do not fit"
         )
     for g in plan.tcp:
-        if g.kind == "bulk" and g.transport != "paced":
+        if g.bulk and g.size < LONG_LIVED_BYTES:
             raise ValueError(
-                f"bmv2 engine: tcp {g.name}: the hosts' traffic client offers Poisson "
-                'arrivals only (kind = "poisson"); bulk TCP runs in the simulator'
+                f"bmv2 engine: tcp {g.name}: bulk flows on BMv2 are long-lived (the hosts' "
+                f"tcp_cm sends until the flow's stop): size must be at least 100MB; "
+                "bulk flows of a given size run in the simulator"
+            )
+        if g.rwnd is not None and not g.paced("none"):
+            raise ValueError(
+                f"bmv2 engine: tcp {g.name}: rwnd is the simulator's; kernel TCP keeps its own"
             )
     for p in plan.ports.values():
         if p.peer not in plan.switches:
@@ -90,7 +95,7 @@ def lab_topology(plan: Plan) -> LabTopology:
             _pps(plan, p),
             p.depth,
             p.gate_syn,
-            h.delay_s * 1000 if h.delay_s > 0 else None,
+            round(h.delay_s * 1000, 6) if h.delay_s > 0 else None,
         )
     done: set[tuple[str, int]] = set()
     for key, p in plan.ports.items():
@@ -110,7 +115,53 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     tcp = [g for g in plan.tcp if g.transport != "paced"]
     if not tcp:
         return {}
-    return SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
+    out = SYSCTLS | {"net.ipv4.tcp_syn_retries": str(min(g.syn_retries for g in tcp))}
+    if any(g.congestion_control == "reno" for g in tcp):
+        out["net.ipv4.tcp_congestion_control"] = "reno"
+    return out
+
+
+def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
+    """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
+    the same app: MSS = the plan's payload, macroflow cap 100 Mbit/s, the audio app's
+    bulk flows joining at once."""
+    duration = app.stop_s - max(app.start_s, now_s)
+    cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", plan.hosts[app.dst].ip]
+    cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
+    cmd += ["--mss", str(plan.payload), "--initial-rate", f"{app.initial_rate_kbps:g}"]
+    cmd += ["--max-rate", "100000", "--log", str(log)]
+    if app.app == "bulk":
+        return [*cmd, "--flows", str(app.flows)]
+    cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
+    cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
+    return [*cmd, "--frame-ms", f"{app.frame_s * 1000:g}"]
+
+
+def cm_peer_names(app: CmPlan, ip: str, records: list[dict[str, Any]]) -> dict[str, str]:
+    """``ip:sport`` -> the recorded name of each flow a CM app opened (its log's ``open``
+    records, as the simulator engine names them): ``<app>-audio`` for the audio flow,
+    ``<app>-<i>`` for the i-th bulk flow."""
+    opened = [r for r in records if r.get("type") == "open"]
+    bulk = [r for r in opened if r.get("role") == "bulk"]
+    out = {f"{ip}:{r['sport']}": f"{app.name}-{i}" for i, r in enumerate(bulk)}
+    out |= {f"{ip}:{r['sport']}": f"{app.name}-audio" for r in opened if r.get("role") == "audio"}
+    return out
+
+
+def controller_args(plan: Plan, algo: str | None = None) -> list[str]:
+    """The controller's options from the file: control period, q_ref, minimum rate,
+    for a session-control variant the strategy, and FICCRD's tables for ``ficcrd``."""
+    period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
+    extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
+    extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
+    extra += ["--min-rate", str(plan.min_rate_kbps)]
+    v = plan.variant
+    if v is not None and v.session != "off":
+        extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
+    if algo == "ficcrd":
+        fic = plan.file.ficcrd
+        extra += ["--ficcrd", "--ficcrd-k", str(fic.rd_interval), "--ficcrd-core", fic.core]
+    return extra
 
 
 def _pps(plan: Plan, p: Any) -> int | None:
@@ -138,6 +189,8 @@ class Bmv2Engine:
     paced: dict[str, list[tuple[int, float, int, str]]] = field(default_factory=dict)
     servers: set[str] = field(default_factory=set)
     clients: dict[str, float] = field(default_factory=dict)  # generator -> its start (s)
+    bulk: dict[str, TcpPlan] = field(default_factory=dict)  # bulk flow name -> generator
+    cm_apps: list[CmPlan] = field(default_factory=list)
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -157,22 +210,17 @@ class Bmv2Engine:
             s["grpc_addr"], s["thrift_port"] = addr[s["name"]]
         doc["comment"] = f"written by fairgate_exp from {plan.path} (scale {plan.scale})"
         self.net.topo_path.write_text(json.dumps(doc, indent=2) + "\n")
-        self.ctx = LabContext(plan.name, algo, False, run_dir, self.net, self.procs)
-        period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
-        extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
-        extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
-        extra += ["--min-rate", str(plan.min_rate_kbps)]
+        self.ctx = LabContext(plan.name, algo, run_dir, self.net, self.procs)
+        ctl = self.ctx.start_controller(controller_algo(algo), controller_args(plan, algo))
         v = plan.variant
-        if v is not None and v.session != "off":
-            extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
-        ctl = self.ctx.start_controller(algo, extra)
         if v is not None and v.session == "off" and v.admit_fps is not None:
             # as the lab: the switch keeps routes and gates; we own the meters
             self.procs.stop(ctl)
             for sw, port in plan.gated:
-                write_meter(self.ctx, sw, port, v.admit_fps)
+                write_meter(self.net.topo_path, sw, port, v.admit_fps)
         paced = [g.dst for g in plan.tcp if g.paced(algo)]
-        for dst in dict.fromkeys([f.dst for f in plan.flows] + paced):
+        cm = [a.dst for a in plan.cm]
+        for dst in dict.fromkeys([f.dst for f in plan.flows] + paced + cm):
             delay_ms = plan.hosts[dst].ack_delay_s * 1000
             cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay_ms:g}"]
             cmd += ["--log", str(self.ctx.log_path(f"rx-{dst}"))]
@@ -180,6 +228,9 @@ class Bmv2Engine:
             self.procs.start(f"rx-{dst}", cmd, self.net.host(dst))
         for i, f in enumerate(plan.flows):
             self.sports[f.name] = SPORT_BASE + i
+        for g in plan.tcp:  # the TCP servers, before time 0
+            if not g.paced(algo) and g.dst not in self.servers:
+                self._start_server(g)
         time.sleep(0.5)  # receivers bound
         self.t0 = time.time()
         # controller.jsonl carries wall time: its time 0, for the dashboard's replay
@@ -189,7 +240,8 @@ class Bmv2Engine:
         assert self.ctx is not None and self.procs is not None and self._plan is not None
         plan = self._plan
         cmd = [PY, "-m", "fairgate_hosts.sender", "--dst", plan.hosts[flow.dst].ip]
-        cmd += ["--mode", SENDER_MODE[self._algo], "--sport", str(self.sports[flow.name])]
+        mode = SENDER_MODE[controller_algo(self._algo)]
+        cmd += ["--mode", mode, "--sport", str(self.sports[flow.name])]
         cmd += ["--duration", f"{flow.stop_s - max(flow.start_s, self.now()):.3f}"]
         cmd += ["--flow-id", flow.name, "--packet-bytes", str(plan.payload)]
         cmd += ["--log", str(self.ctx.log_path(f"tx-{flow.name}")), "--log-interval", "0.2"]
@@ -210,7 +262,8 @@ class Bmv2Engine:
             for spec in tcp_specs(gen, plan.seed):
                 name = f"tx-{gen.name}-{spec.index}"
                 cmd = [PY, "-m", "fairgate_hosts.sender", "--dst", plan.hosts[gen.dst].ip]
-                cmd += ["--mode", SENDER_MODE[self._algo], "--size", str(spec.size_bytes)]
+                mode = SENDER_MODE[controller_algo(self._algo)]
+                cmd += ["--mode", mode, "--size", str(spec.size_bytes)]
                 cmd += ["--flow-id", f"{gen.name}-{spec.index}"]
                 cmd += ["--packet-bytes", str(gen.mss)]
                 cmd += ["--initial-rate", str(plan.initial_rate_kbps)]
@@ -222,13 +275,12 @@ class Bmv2Engine:
                 )
             self.pending.sort(key=lambda j: j[0])
             return
-        if gen.dst not in self.servers:
-            server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
-            server += ["--max-open", str(gen.max_open or 16000)]
-            server += ["--records", str(ctx.log_path(f"server-{gen.dst}"))]
-            self.procs.start(f"server-{gen.dst}", server, self.net.host(gen.dst))
-            self.servers.add(gen.dst)
+        if gen.dst not in self.servers:  # started in build(); a late one here
+            self._start_server(gen)
             time.sleep(0.5)
+        if gen.bulk:
+            self._start_bulk(gen)
+            return
         assert gen.arrival_rate is not None
         start = self.now()
         client = [PY, "-m", "fairgate_hosts.traffic.client", "--dst", plan.hosts[gen.dst].ip]
@@ -246,9 +298,66 @@ class Bmv2Engine:
         self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
         self.clients[gen.name] = start
 
+    def _start_server(self, gen: TcpPlan) -> None:
+        assert self.ctx is not None and self.procs is not None and self.net is not None
+        server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
+        server += ["--max-open", str(gen.max_open or 16000)]
+        server += ["--records", str(self.ctx.log_path(f"server-{gen.dst}"))]
+        self.procs.start(f"server-{gen.dst}", server, self.net.host(gen.dst))
+        self.servers.add(gen.dst)
+
+    def _start_bulk(self, gen: TcpPlan) -> None:
+        """One ``tcp_cm`` upload per flow, paced far above any link (plain kernel TCP),
+        sampling its acknowledged bytes and retransmissions every sample period."""
+        assert self.ctx is not None and self.procs is not None and self.net is not None
+        plan = self._plan
+        assert plan is not None
+        for name in gen.flow_names():
+            cmd = [PY, "-m", "fairgate_hosts.apps.tcp_cm", "--dst", plan.hosts[gen.dst].ip]
+            cmd += ["--rate", str(UNPACED_KBPS), "--duration", f"{gen.stop_s - self.now():.3f}"]
+            cmd += ["--skip", "0", "--interval", f"{plan.sample_s:g}", "--feedback-ms", "50"]
+            cmd += ["--log", str(self.ctx.log_path(f"tcp-{name}"))]
+            self.procs.start(f"tcp-{name}", cmd, self.net.host(gen.src))
+            self.bulk[name] = gen
+
+    def _bulk_series(self, name: str) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+        """(t, acknowledged segments) and (t, retransmissions) from a flow's tcp_cm log."""
+        assert self.ctx is not None
+        recs = read_jsonl(self.ctx.log_path(f"tcp-{name}"))
+        agent = next((r for r in recs if r.get("type") == "agent"), None)
+        if agent is None:
+            return [], []
+        base = agent["wall_time"] - self.t0
+        mss = self.bulk[name].mss
+        acked, retrans = [], []
+        for r in recs:
+            if r.get("type") == "sample" and r.get("flows"):
+                f, t = r["flows"][0], round(base + r["t_s"], 4)
+                acked.append((t, int(f.get("acked_bytes", 0)) // mss))
+                retrans.append((t, int(f["retrans"])))
+        return acked, retrans
+
+    def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
+        return {name: self._bulk_series(name)[1] for name in self.bulk}
+
     def start_cm(self, app: CmPlan) -> None:
-        """Not yet: ``lab_topology`` refuses files with CM apps."""
-        raise NotImplementedError(f"cm {app.name}: the BMv2 engine does not run CM apps yet")
+        """The hosts' CM app (``fairgate_hosts.apps.bulk`` / ``.audio``, an in-process
+        Congestion Manager) on ``app.src``, as the simulator engine drives the same apps:
+        MSS = the plan's payload, macroflow cap 100 Mbit/s, audio's bulk flows join at 0."""
+        assert self.ctx is not None and self.procs is not None and self._plan is not None
+        assert self.net is not None
+        cmd = cm_command(self._plan, app, self.now(), self.ctx.log_path(f"cm-{app.name}"))
+        self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
+        self.cm_apps.append(app)
+
+    def _cm_peers(self) -> dict[str, str]:
+        """``ip:sport`` -> recorded name of every flow the CM apps opened."""
+        assert self.ctx is not None and self._plan is not None
+        out: dict[str, str] = {}
+        for a in self.cm_apps:
+            recs = read_jsonl(self.ctx.log_path(f"cm-{a.name}"))
+            out |= cm_peer_names(a, self._plan.hosts[a.src].ip, recs)
+        return out
 
     def tcp_records(self) -> list[dict[str, Any]]:
         """The clients' flow records (times moved to the experiment's clock; flows the
@@ -321,7 +430,9 @@ class Bmv2Engine:
         assert self.ctx is not None and self._plan is not None
         plan = self._plan
         by_peer = {f"{plan.hosts[f.src].ip}:{self.sports[f.name]}": f.name for f in plan.flows}
+        by_peer |= self._cm_peers()
         out: dict[str, list[tuple[float, int]]] = {f.name: [] for f in plan.flows}
+        out |= {name: [] for name in by_peer.values() if name not in out}
         for path in sorted((self.ctx.run_dir / "hosts").glob("rx-*.jsonl")):
             recs = read_jsonl(path)
             agent = next((r for r in recs if r.get("type") == "agent"), None)
@@ -332,6 +443,8 @@ class Bmv2Engine:
                 name = by_peer.get(str(r.get("peer")))
                 if r.get("type") == "rx" and name is not None:
                     out[name].append((round(base + r["t_us"] / 1e6, 4), int(r["packets"])))
+        for name in self.bulk:
+            out[name] = self._bulk_series(name)[0]
         return out
 
     def close(self) -> dict[str, Any]:
@@ -339,15 +452,36 @@ class Bmv2Engine:
             return {}
         self._closed = True
         wall = time.time() - self.t0 if self.t0 else 0.0
+        lines: dict[str, dict[str, Any]] = {}
         try:
             if self.procs is not None:
                 self.procs.stop_all()
+            if self.net is not None:
+                lines = self.net.stop_delay_lines()
         finally:
             if self.net is not None:
                 self.net.stop()
         facts: dict[str, Any] = {"wall_s": round(wall, 1), "rtt_emulation": "ack-delay"}
+        if lines:
+            facts["rtt_emulation"] = "ack-delay and delay lines (hosts' access delays)"
+            facts["delay_lines"] = {h: delay_line_summary(c) for h, c in lines.items()}
         if self._plan is not None and any(
             g.hold_s > 0 and not g.paced(self._algo) for g in self._plan.tcp
         ):
             facts["tcp_hold"] = "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
         return facts
+
+
+def delay_line_summary(counts: dict[str, Any]) -> dict[str, Any]:
+    """A delay line's exit counts, reduced: frames each way, every loss, timer lateness."""
+    lost = sum(counts[d]["dropped_full"] + counts[d]["tx_errors"] for d in ("ab", "ba"))
+    lost += sum(counts["socket_drops"].values()) + counts.get("truncated", 0)
+    return {
+        "delay_ms": counts["delay_ms"],
+        "frames_ab": counts["ab"]["tx"],
+        "frames_ba": counts["ba"]["tx"],
+        "lost": lost,
+        "oversize": counts["oversize"],
+        "max_pending": max(counts["ab"]["max_pending"], counts["ba"]["max_pending"]),
+        "lateness_us": counts["lateness"],
+    }

@@ -11,21 +11,22 @@ from typing import IO, Any
 
 from fairgate_controller.agent import ControlConfig
 from fairgate_controller.entities import METER_BURST_DEFAULT
+from fairgate_controller.ficcrd import FiccrdConfig
+from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import LINE_RATE_BPS, CmPlan, FlowPlan, Plan, TcpPlan
-from fairgate_exp.traffic import tcp_specs
+from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_hosts.apps.audio import AudioApp, LayeredAudio
 from fairgate_hosts.apps.bulk import BulkApp
 from fairgate_hosts.cm.core import CMConfig
 from fairgate_hosts.receiver import ReceiverCore
-from fairgate_hosts.sender import RATE_UNLIMITED, SenderConfig
+from fairgate_hosts.sender import RATE_UNLIMITED, Mode, SenderConfig
 from fairgate_hosts.traffic.records import FlowRecord
 from fairgate_hosts.traffic.workload import FlowSpec
 from fairgate_sim.cmhost import MemoryLog, SimCMHost
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
-from fairgate_sim.runner import SENDER_MODE
-from fairgate_sim.simlab import QueueProbe
+from fairgate_sim.probe import QueueProbe
 from fairgate_sim.tcp import TcpConfig, TcpServer
 from fairgate_sim.tcp_traffic import TcpClient
 from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
@@ -42,8 +43,12 @@ def port_params(pps: float | None, bps: float | None, depth: int, delay_s: float
 
 def control_config(plan: Plan, algo: str) -> ControlConfig:
     session = plan.variant.session if plan.variant is not None else "off"
+    fic = plan.file.ficcrd
     return ControlConfig(
-        algo=algo,  # type: ignore[arg-type]
+        algo=controller_algo(algo),  # type: ignore[arg-type]
+        ficcrd=FiccrdConfig(rd_interval=fic.rd_interval, core=fic.core)
+        if algo == "ficcrd"
+        else None,
         period_s=plan.period_s,
         period_min_s=plan.period_min_s,
         period_max_s=plan.period_max_s,
@@ -57,7 +62,7 @@ def control_config(plan: Plan, algo: str) -> ControlConfig:
 def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
     desired = RATE_UNLIMITED if flow.max_rate_bps is None else round(flow.max_rate_bps / 1000)
     return SenderConfig(
-        mode=SENDER_MODE[algo],
+        mode=Mode(SENDER_MODE[controller_algo(algo)]),
         packet_bytes=plan.payload,
         duration_us=round((flow.stop_s - flow.start_s) * 1e6),
         desired_rate_kbps=desired,
@@ -97,6 +102,7 @@ class SimEngine:
     # The dashboard's pause/step/pace gate (fairgate_exp.dashboard.gate.Gate); None: run free.
     gate: Any = None
     _flow_log: IO[str] | None = None
+    retrans: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -138,6 +144,21 @@ class SimEngine:
             self.samples[name].append((now, n))
             if self._flow_log is not None:
                 self._flow_log.write(json.dumps({"t": now, "flow": name, "rx_pkts": n}) + "\n")
+        for g in self._plan.tcp:
+            client = self.clients.get(g.name)
+            if not g.bulk or client is None:
+                continue
+            opened = {spec.index: flow for spec, flow in client.open.values()}
+            for i, name in enumerate(g.flow_names()):
+                flow = opened.get(i)
+                if flow is None:
+                    continue
+                acked = min(flow.una, flow.nseg)
+                self.samples.setdefault(name, []).append((now, acked))
+                self.retrans.setdefault(name, []).append((now, flow.retransmits))
+                if self._flow_log is not None:
+                    row = {"t": now, "flow": name, "rx_pkts": acked}
+                    self._flow_log.write(json.dumps(row) + "\n")
         for a, app, host in self.cm_apps.values():
             rx = self.receivers[a.dst]
             for name, flow in cm_flows(a, app):
@@ -165,16 +186,17 @@ class SimEngine:
         if gen.paced(self._algo):
             self._start_paced(gen)
             return
+        rwnd = {} if gen.rwnd is None else {"rwnd_bytes": gen.rwnd}
         if gen.dst not in self.servers:
             self.servers[gen.dst] = TcpServer(
-                self.net.clock, self.net.hosts[gen.dst], hold_s=gen.hold_s
+                self.net.clock, self.net.hosts[gen.dst], hold_s=gen.hold_s, **rwnd
             )
         self.clients[gen.name] = TcpClient(
             self.net.clock,
             self.net.hosts[gen.src],
             self.net.ip(gen.dst),
             tcp_specs(gen, self._plan.seed),
-            TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries),
+            TcpConfig(mss=gen.mss, syn_retries=gen.syn_retries, **rwnd),
             max_open=gen.max_open,
         )
 
@@ -233,7 +255,7 @@ class SimEngine:
                 net.clock.at(specs[i + 1].start_s, start, i + 1)
             spec = specs[i]
             cfg = SenderConfig(
-                mode=SENDER_MODE[self._algo],
+                mode=Mode(SENDER_MODE[controller_algo(self._algo)]),
                 packet_bytes=gen.mss,
                 flow_bytes=spec.size_bytes,
                 initial_rate_kbps=plan.initial_rate_kbps,
@@ -312,6 +334,9 @@ class SimEngine:
 
     def flow_samples(self) -> dict[str, list[tuple[float, int]]]:
         return {k: list(v) for k, v in self.samples.items()}
+
+    def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
+        return {k: list(v) for k, v in self.retrans.items()}
 
     def close(self) -> dict[str, Any]:
         assert self.net is not None and self._plan is not None

@@ -101,11 +101,17 @@ class AudioApp:
             self._layer_since_us = now_us
             self.flow = host.open()
             self.next_frame_us = now_us
+            self.log.write(
+                {"type": "open", "role": "audio", "fid": self.flow.fid, "sport": self.flow.sport}
+            )
         t = (now_us - self.start_us) / 1e6
         if len(self.bulk_flows) < self.bulk and t >= self.bulk_join_s:
             for _ in range(self.bulk):
                 flow = host.open()
                 self.bulk_flows.append(flow)
+                self.log.write(
+                    {"type": "open", "role": "bulk", "fid": flow.fid, "sport": flow.sport}
+                )
                 host.request(flow, 1 << 40, self)
         while now_us >= self.next_frame_us:
             self.next_frame_us += int(self.frame_ms * 1000)

@@ -53,6 +53,7 @@ class BulkApp:
         while len(self.flows) < len(self.weights) and t >= self.joins_s[len(self.flows)]:
             flow = host.open(self.weights[len(self.flows)])
             self.flows.append(flow)
+            self.log.write({"type": "open", "role": "bulk", "fid": flow.fid, "sport": flow.sport})
             self.joined_us[flow.fid] = now_us
             self.last_bytes[flow.fid] = 0
             host.request(flow, BIG_REQUEST, self)

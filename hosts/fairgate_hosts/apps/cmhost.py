@@ -41,6 +41,7 @@ class UdpFlow:
     rate_Bps: float = 0.0
     explicit_kbps: int | None = None
     acks: int = 0
+    sport: int = 0  # the socket's local port: the receiver agent's name for this flow
 
 
 @dataclass
@@ -70,7 +71,7 @@ class CMHost:
         sock.connect((self.dst, self.port))
         sock.setblocking(False)
         fid = self.cm.open("", self.dst, weight, now_us=monotonic_us())
-        flow = UdpFlow(fid, sock, weight)
+        flow = UdpFlow(fid, sock, weight, sport=sock.getsockname()[1])
         self.flows[fid] = flow
         self.sel.register(sock, selectors.EVENT_READ, flow)
         return flow

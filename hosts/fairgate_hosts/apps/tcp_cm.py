@@ -233,6 +233,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
                                 ),
                                 "rtt_us": f.rtt_us,
                                 "retrans": f.retrans,
+                                "acked_bytes": f.acked,
                             }
                             for f in app.flows
                         ],

@@ -134,6 +134,30 @@ CASES = {
         ["'switches' is a top-level key", "before the first [table]"],
     ),
     "percent_typo": (GOOD.replace('"10%"', '"10 percent"'), ["expect[0].within"]),
+    "scale_sets_unknown_field": (
+        GOOD + '\n[scales.lab]\nfactor = 0.5\n\n[scales.lab.set]\n"links.0.capacty" = "1pkt/s"\n',
+        ["scales.lab.set: unknown field 'links.0.capacty'", "did you mean 'capacity'"],
+    ),
+    "scale_sets_a_bad_value": (
+        GOOD + '\n[scales.lab]\nfactor = 0.5\n\n[scales.lab.set]\n"hosts.*.delay" = "-2ms"\n',
+        ["scales.lab.set: hosts[0].delay"],
+    ),
+    "scale_extends_unknown": (
+        GOOD + '\n[scales.smoke]\nextends = "lob"\n\n[scales.lab]\nfactor = 0.5\n',
+        ["scales.smoke.extends: unknown scale 'lob'", "did you mean 'lab'"],
+    ),
+    "scale_without_factor": (
+        GOOD + '\n[scales.lab]\nnote = "no factor"\n',
+        ["scales.lab: needs a factor"],
+    ),
+    "queue_target_for_a_rate_algorithm": (
+        GOOD + '\n[[expect]]\nmetric = "queue"\nwithin = "10%"\n',
+        ["expect[1] (queue): only lestas regulates the queue to q_ref (or give a target)"],
+    ),
+    "goodput_without_bulk_tcp": (
+        GOOD + '\n[[expect]]\nmetric = "goodput"\nmin = 0.9\n',
+        ["expect[1] (goodput): there are no bulk TCP flows to measure"],
+    ),
     "unknown_phase": (
         GOOD + '\n[[expect]]\nmetric = "drops"\nmax = 0\nphase = "stedy"\n',
         ["unknown phase 'stedy'", "did you mean 'steady'"],

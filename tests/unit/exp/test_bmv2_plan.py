@@ -12,7 +12,7 @@ from fairgate_exp.load import EXPERIMENTS_DIR, load
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "topologies"))
 
-from fairgate_exp.engines.bmv2 import lab_topology  # noqa: E402
+from fairgate_exp.engines.bmv2 import cm_command, cm_peer_names, lab_topology  # noqa: E402
 
 
 def test_ring_maps_port_for_port() -> None:
@@ -66,7 +66,7 @@ def test_session_control_maps_the_gate_and_tcp_settings() -> None:
     assert tcp_sysctls(load(EXPERIMENTS_DIR / "ring.toml", "lab")) == {}
 
 
-def test_refuses_bulk_tcp(tmp_path: Path) -> None:
+def test_refuses_short_bulk_tcp(tmp_path: Path) -> None:
     path = tmp_path / "bulk.toml"
     path.write_text(
         """switches = ["s1", "s2"]
@@ -77,12 +77,49 @@ links = [{ a = "s1", b = "s2", capacity = "100pkt/s" }]
 name = "b"
 src = "h1"
 dst = "r1"
+size = "300kB"
 """
     )
-    with pytest.raises(ValueError, match="Poisson arrivals only"):
+    with pytest.raises(ValueError, match="bulk flows on BMv2 are long-lived"):
         lab_topology(load(path))
 
 
-def test_refuses_cm_apps() -> None:
-    with pytest.raises(ValueError, match="CM apps"):
-        lab_topology(load(EXPERIMENTS_DIR / "cm-sharing.toml"))
+def test_ficcrd_lab_is_one_bottleneck_with_the_access_delays() -> None:
+    from fairgate_exp.engines.bmv2 import tcp_sysctls
+
+    plan = load(EXPERIMENTS_DIR / "ficcrd.toml", "lab")
+    topo = lab_topology(plan)
+    # only the bottleneck is limited: 0.6056 x 10 Mbit/s = 500 pkt/s of 1514 B frames
+    limited = [q for q in topo.queues() if q[2] is not None]
+    assert limited == [("s1", plan.port_by_label("s1->s2").port, 500, 200)]
+    delays = {h: topo.hosts[h].delay_ms for h in topo.hosts if topo.hosts[h].delay_ms}
+    assert delays == {f"h{i}": 24.0 + 16 * (10 - i) for i in range(1, 11)}
+    assert topo.hosts["h1"].switch == "s0"  # the paper's source 0 behind router 10
+    rtt = {f.name: round(plan.base_rtt_s(f) * 1000, 6) for f in plan.tcp_flows}
+    assert (rtt["h10"], rtt["h1"]) == (48.0, 336.0) and len(set(rtt.values())) == 10
+    assert tcp_sysctls(plan)["net.ipv4.tcp_congestion_control"] == "reno"
+    # the paper's scale has 4 kB frames and link delays: the simulator's only
+    with pytest.raises(ValueError, match="4096 B frames"):
+        lab_topology(load(EXPERIMENTS_DIR / "ficcrd.toml", "paper"))
+
+
+def test_cm_apps_run_as_the_hosts_apps_and_their_flows_are_named_as_in_the_simulator() -> None:
+    plan = load(EXPERIMENTS_DIR / "cm-sharing.toml")
+    assert lab_topology(plan).switches == ["s1", "s2"]
+    bulk, audio = plan.cm
+    cmd = cm_command(plan, bulk, 15.2, Path("/tmp/cm.jsonl"))
+    assert cmd[1:4] == ["-m", "fairgate_hosts.apps.bulk", "--dst"]
+    assert cmd[cmd.index("--duration") + 1] == "14.300" and cmd[-2:] == ["--flows", "4"]
+    cmd = cm_command(plan, audio, 30.0, Path("/tmp/voice.jsonl"))
+    assert cmd[2] == "fairgate_hosts.apps.audio" and "--bulk" in cmd
+    assert cmd[cmd.index("--layers") + 1] == "80,160,320,640,1280,2560"
+    recs = [
+        {"type": "agent"},
+        {"type": "open", "role": "audio", "fid": 1, "sport": 5000},
+        {"type": "open", "role": "bulk", "fid": 2, "sport": 5002},
+        {"type": "sample"},
+    ]
+    assert cm_peer_names(audio, "10.0.1.1", recs) == {
+        "10.0.1.1:5000": "voice-audio",
+        "10.0.1.1:5002": "voice-0",
+    }

@@ -60,3 +60,41 @@ def test_report_renders_paper_numbers_newest_record_and_pending(tmp_path: Path) 
     assert "No run record yet (sweep file): `make sim EXP=idle`" in text
     assert text.rstrip().endswith("old ficcrd table")
     assert not update(doc, results, exps)  # a second run changes nothing
+
+
+def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    for run_id, scale, window, jain in (
+        ("20260101T000000Z-sim-lab-aaaaaaa", "lab", [15.0, 60.0], 0.975),
+        ("20260101T000001Z-sim-paper-aaaaaaa", "paper", [50.0, 200.0], 0.991),
+    ):
+        run = results / "fic" / run_id
+        run.mkdir(parents=True)
+        res = {
+            "flows": {"h1": {"mean_pps": 40.0, "maxmin_pps": 50.0}},
+            "windows": {
+                "run": {
+                    "window_s": window,
+                    "flows": {"h1": {"mean_pps": 40.0, "maxmin_pps": 50.0}},
+                }
+            },
+            "ports": {
+                "s1->s2": {"util": 0.8, "queue_pkts": 89.4, "queue_sd_pkts": 39.5, "drops": 7}
+            },
+            "tcp_flows": {"jain": jain, "goodput_over_capacity": 0.79, "retrans_after_warmup": 12},
+        }
+        verdict = {"expect": 0, "metric": "jain", "window_s": window, "algo": "ficcrd"}
+        verdict |= {"expected": ">= 0.95", "passed": True, "measured": jain}
+        summary = {"experiment": "fic", "run_id": run_id, "engine": "sim", "scale": scale}
+        summary |= {"factor": 1.0, "algos": ["ficcrd"], "results": {"ficcrd": res}}
+        (run / "summary.json").write_text(json.dumps(summary | {"verdicts": [verdict]}))
+    update(doc, results, exps)
+    text = doc.read_text()
+    # the label has the first column's window; another scale's cell says its own
+    assert "| run 15-60 s | h1 | 50 | 40 | 40 (50-200 s) |" in text
+    assert "| s1->s2 queue (pkt) | 89.4 +- 39.5 | 89.4 +- 39.5 |" in text
+    assert "| s1->s2 drops | 7 | 7 |" in text
+    assert "| TCP Jain (goodput) | 0.975 | 0.991 |" in text
+    assert "| TCP retransmissions | 12 | 12 |" in text
+    assert "| jain >= 0.95 | pass 0.975 (15-60 s) | pass 0.991 (50-200 s) |" in text

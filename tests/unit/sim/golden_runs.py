@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,38 +62,70 @@ def _core_state(core: Any) -> dict[str, Any]:
 
 
 def udp_dumbbell(algo: str) -> dict[str, Any]:
-    """12 users over a 20 Mbit/s dumbbell, 40 ms of ack delay, 2.5 s."""
-    from fairgate_sim.runner import Flow, RunConfig, start_udp
-    from fairgate_sim.scenarios import dumbbell
+    """12 users over a 20 Mbit/s dumbbell, 40 ms of ack delay, staggered 50 ms, 2.5 s (an
+    inline experiment through the experiment driver and the simulator engine)."""
+    from fairgate_exp.inline import dumbbell, plan_of, run_sim
 
-    spec, s, r = dumbbell(4, 20e6 / 8, depth=80)
-    flows = [Flow(f"u{i}", s[i % 4], r[i % 4], 0.05 * i, 2.5) for i in range(12)]
-    cfg = RunConfig(algo=algo, ack_delay_s=0.04, start_jitter_s=0.1, seed=7)  # type: ignore[arg-type]
-    run = start_udp(spec, flows, cfg)
-    run.net.run(2.0)
-    run.net.run(2.6)  # a second run() continues where the first stopped
+    doc = dumbbell(12, "20Mbit/s", 2.5, buffer="80pkt", stagger="0.05s", algorithm=algo)
+    doc["experiment"]["seed"] = 7
+    with tempfile.TemporaryDirectory() as tmp:
+        res, engine = run_sim(plan_of(doc), algo, Path(tmp))
     return {
-        "series": run.series,
-        "records": run.controller.recorder.records,
-        "net": _net_state(run.net),
-        "senders": {n: _core_state(tx.core) for n, tx in run.senders.items()},
+        "series": res["rates"],
+        "records": engine.port_records(),
+        "net": _net_state(engine.net),
+        "senders": {n: _core_state(tx.core) for n, tx in engine.senders.items()},
     }
 
 
 def parking_lot_lab() -> dict[str, Any]:
-    """The lab-scale parking lot (packet-rate queues, exact-queue probe off), smoke, 3 s."""
-    from fairgate_sim import parking_lot
+    """experiments/parking-lot.toml (lab scale, lestas) cut to its first 3 s."""
+    import tomllib
 
-    result, net = parking_lot.lab(smoke=True).run("lestas", 3, None)
-    return {"result": result, "net": _net_state(net)}
+    from fairgate_exp.inline import plan_of, run_sim
+    from fairgate_exp.load import resolve_path
+
+    doc = tomllib.loads(resolve_path("parking-lot").read_text())
+    doc["experiment"] |= {"duration": "3s", "warmup": "1s"}
+    doc.pop("expect", None)
+    doc.pop("phases", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        res, engine = run_sim(plan_of(doc, "parking-lot"), "lestas", Path(tmp))
+    return {"result": {"rates": res["rates"], "rows": res["rows"]}, "net": _net_state(engine.net)}
 
 
-def ficcrd_tcp(algo: str) -> dict[str, Any]:
-    """Ten Reno uploads, droptail or FICCRD, the ficcrd lab shortened to 2 s."""
-    from fairgate_sim.ficcrd_lab import FiccrdLab
+def ficcrd_tcp(algo: str, tmp: Path) -> dict[str, Any]:
+    """Ten Reno uploads, droptail or FICCRD: experiments/ficcrd.toml at lab scale, 2 s."""
+    from dataclasses import replace
 
-    result, net = FiccrdLab("lab", duration_s=2.0).run(algo, 1, None)
-    return {"result": result, "net": _net_state(net)}
+    from fairgate_exp.engines.sim import SimEngine
+    from fairgate_exp.load import load
+
+    plan = replace(load("ficcrd", "lab"), duration_s=2.0, warmup_s=0.5)
+    engine = SimEngine()
+    engine.build(plan, algo, tmp)
+    for gen in plan.tcp:
+        if gen.start_s > engine.now():
+            engine.advance(gen.start_s)
+        engine.start_tcp(gen)
+    engine.advance(plan.duration_s)
+    assert engine.net is not None
+    return {
+        "samples": engine.flow_samples(),
+        "retransmits": engine.tcp_retransmits(),
+        "records": engine.port_records(),
+        "net": _net_state(engine.net),
+    }
+
+
+def _in_tmp(run: Callable[[Path], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    def go() -> dict[str, Any]:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return run(Path(tmp))
+
+    return go
 
 
 RUNS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -100,8 +133,8 @@ RUNS: dict[str, Callable[[], dict[str, Any]]] = {
     "udp-lestas": lambda: udp_dumbbell("lestas"),
     "udp-rcp": lambda: udp_dumbbell("rcp"),
     "udp-parking-lot": parking_lot_lab,
-    "tcp-droptail": lambda: ficcrd_tcp("droptail"),
-    "tcp-ficcrd": lambda: ficcrd_tcp("ficcrd"),
+    "tcp-droptail": _in_tmp(lambda tmp: ficcrd_tcp("none", tmp)),
+    "tcp-ficcrd": _in_tmp(lambda tmp: ficcrd_tcp("ficcrd", tmp)),
 }
 
 

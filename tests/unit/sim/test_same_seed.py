@@ -1,7 +1,10 @@
 """Same seed, same results: short seeded runs (UDP QFCP / Lestas / RCP dumbbells, the
 lab parking lot, Reno over droptail and FICCRD) must reproduce, bit for bit, the
-digests recorded in ``golden/digests.json`` by the code before the simulator's speed-ups
-(issue 17). Every output part is compared on its own, so a failure names the part."""
+digests recorded in ``golden/digests.json``: the TCP runs' by the code before the
+simulator's speed-ups (issue 17), the UDP runs' when they moved to experiments run
+through ``fairgate_exp`` (issue 13; the runs themselves changed: a 50 ms stagger
+instead of a seeded start jitter, the file's port numbering). Every output part is
+compared on its own, so a failure names the part."""
 
 from __future__ import annotations
 

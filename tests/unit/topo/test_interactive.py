@@ -12,30 +12,42 @@ import pytest
 from fairgate_topo import interactive as ia
 
 
-def test_lab_spec_takes_the_network_from_the_experiment() -> None:
+def test_lab_spec_takes_the_network_from_the_experiment_file() -> None:
     spec = ia.lab_spec("two-bottleneck")
     assert spec.topology.switches == ["s1", "s2", "s3"]
     assert sorted(spec.topology.hosts) == ["h1", "h2", "h3", "r1", "r2", "r3"]
-    assert spec.rtt_ms == 40.0 and spec.default_algo == "qfcp"
+    assert spec.ack_delay_ms["r1"] == 40.0 and spec.ack_delay_ms["h1"] == 0.0
+    assert spec.default_algo == "qfcp" and "--q-ref" in spec.controller_args
     assert ia.choose_algo(spec, None) == "qfcp" and ia.choose_algo(spec, "all") == "qfcp"
     assert ia.choose_algo(spec, "lestas") == "lestas"
     with pytest.raises(ia.LabError, match="runs with qfcp, rcp, lestas, none, not 'xcp'"):
         ia.choose_algo(spec, "xcp")
-    with pytest.raises(ia.LabError, match=r"unknown experiment 'nope' \(one of: .*two-bottleneck"):
+    with pytest.raises(ia.LabError, match="nope"):
         ia.lab_spec("nope")
+
+
+def test_lab_spec_reads_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'switches = ["a"]\nhosts = [{ name = "x", switch = "a", ack_delay = "25ms" },'
+        ' { name = "y", switch = "a" }]\n[experiment]\nalgorithms = ["rcp"]\n'
+    )
+    spec = ia.lab_spec(str(path))
+    assert spec.name == "mine" and spec.default_algo == "rcp"
+    assert spec.topology.switches == ["a"] and spec.ack_delay_ms == {"x": 25.0, "y": 0.0}
 
 
 def test_cheat_sheet_names_hosts_bottlenecks_and_commands() -> None:
     spec = ia.lab_spec("two-bottleneck")
     text = ia.cheat_sheet(spec, "qfcp", Path("/tmp/run"), {"s1": 9090, "s2": 9091, "s3": 9092})
-    assert "h1 10.0.1.1 (s1:2)" in text and "r3 10.0.6.1 (s3:4)" in text
-    assert "s1:1 -> s2  400 pkt/s = 3.97 Mbit/s  depth 64" in text
-    assert "s2:2 -> s3  1000 pkt/s = 9.94 Mbit/s  depth 64" in text
-    assert "acks held 40 ms" in text and "9090 (s1)" in text
+    assert "h1 10.0.1.1 (s1:1)" in text and "r3 10.0.6.1 (s3:3)" in text
+    assert "s1:3 -> s2  400 pkt/s = 3.97 Mbit/s  depth 64" in text
+    assert "s2:3 -> s3  1000 pkt/s = 9.94 Mbit/s  depth 64" in text
+    assert "acks held r1 40 ms, r2 40 ms, r3 40 ms" in text and "9090 (s1)" in text
     for cmd in ia.COMMANDS:
         assert cmd in text
-    assert ia.port_peers(spec.topology)["s1:1"] == "s2"
-    assert ia.port_peers(spec.topology)["s3:2"] == "r1"
+    assert ia.port_peers(spec.topology)["s1:3"] == "s2"
+    assert ia.port_peers(spec.topology)["s3:1"] == "r1"
 
 
 def test_background_fg_commands_are_marked() -> None:
@@ -95,7 +107,7 @@ def test_start_up_failure_is_one_line_with_details_in_the_run_folder(
     def broken(*args: object) -> None:
         raise RuntimeError("s1: switch process 42 exited during start-up\nlog tail ...")
 
-    monkeypatch.setattr("fairgate_topo.lab.check_environment", lambda: None)
+    monkeypatch.setattr("fairgate_exp.engines.bmv2.check_environment", lambda: None)
     monkeypatch.setattr(ia, "run_session", broken)
     code = ia.main(["--exp", "two-bottleneck", "--results", str(tmp_path), "--run-id", "t"])
     assert code == 1
