@@ -129,13 +129,6 @@ class Watched:
     def close(self) -> dict[str, Any]:
         return dict(self.inner.close())
 
-    def __getattr__(self, name: str) -> Any:
-        """Everything else the engine offers (start_tcp, start_cm, tcp_records, ...) is the
-        inner engine's, so a TCP or CM experiment runs live as it runs without the page."""
-        if name == "inner":  # not set yet
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
 
 def live_engines(
     make: Callable[[], Any], plan: Plan, engine: str, speed: float, paused: bool

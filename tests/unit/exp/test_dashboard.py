@@ -352,4 +352,3 @@ def test_watched_engine_offers_the_inner_engines_tcp_and_cm() -> None:
     watched = Watched(inner, RunFeed(load("session-control")))
     watched.start_tcp("uploads")
     assert inner.started == ["uploads"]
-    assert not hasattr(watched, "start_cm")  # what the engine lacks stays missing
