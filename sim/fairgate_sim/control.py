@@ -59,6 +59,9 @@ class SimController:
     xcp: dict[tuple[str, int], XcpController] = field(default_factory=dict)
     xcp_records: list[dict[str, Any]] = field(default_factory=list)
     _xcp_prev: dict[tuple[str, int], tuple[float, Snapshot]] = field(default_factory=dict)
+    # per switch: port -> its last XCP update since the switch's last period, added to
+    # that port's period record as the BMv2 agent does (xcp_ports.XcpPorts.step's keys)
+    _xcp_info: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clock = self.net.clock
@@ -117,6 +120,14 @@ class SimController:
             d = ctl.update(sample)
             lg_p, lg_n = encode_factor(d.xi_p), encode_factor(d.xi_n)
             sw.set_xcp_factors(port, lg_p, lg_n)
+            self._xcp_info.setdefault(name, {})[port] = {
+                "xcp_interval_s": sample.interval_s,
+                "xcp_sum_s_bytes": sample.sum_s_bytes,
+                "xcp_sum_rtt_s_over_cwnd": sample.sum_rtt_s_over_cwnd,
+                "xcp_lg_xi_p": lg_p,
+                "xcp_lg_xi_n": lg_n,
+                **{f"xcp_{k}": v for k, v in d.diagnostics.items()},
+            }
             self.xcp_records.append(
                 {
                     "t": round(now, 4),
@@ -139,7 +150,8 @@ class SimController:
         if prev is not None and now > prev[1]:
             delta, reset = counter_deltas(prev[0], snap)
             if not reset:
-                _writes, meters = agent.compute(delta, now - prev[1])
+                info = self._xcp_info.pop(name, None)
+                _writes, meters = agent.compute(delta, now - prev[1], info)
                 self._apply(agent, sw, meters)
         clock.after(agent.period_s, self._period, name)
 

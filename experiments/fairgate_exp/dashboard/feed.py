@@ -22,7 +22,7 @@ from fairgate_exp.metrics import port_rows
 from fairgate_exp.oracle import bottlenecks, maxmin_pps
 from fairgate_exp.plan import Plan, build_plan
 
-ALGORITHMS = ("qfcp", "rcp", "lestas", "none")  # what `run --algo` accepts
+ALGORITHMS = ("qfcp", "rcp", "lestas", "xcp", "ficcrd", "none")  # folders a run may hold
 
 # The controllers' constructor defaults (fairgate_controller.algorithms), shown in the
 # step view's equations; the agent builds every controller with them.
@@ -30,7 +30,75 @@ ALGO_CONSTANTS: dict[str, dict[str, float]] = {
     "qfcp": {"beta": 0.5},
     "rcp": {"alpha": 0.1, "beta": 1.0},
     "lestas": {"gamma": 0.1},
+    "xcp": {"alpha": 0.4, "beta": 0.226, "gamma": 0.1},
 }
+
+# Each port's "algorithm's internal state" charts, by kind of controller: a chart is a
+# title and its series (record key, label, y scale); a scale is drawn on its own axis,
+# labelled by "axes" (default: its series' labels). The line bridges periods without a
+# value (an update every d, or every window) unless the series says "gaps" (admit rate
+# null = no gating: drawn as a gap).
+# Every value is one the period record carries (the controller wrote it), never derived.
+StateChart = dict[str, Any]
+STATE_CHARTS: dict[str, list[StateChart]] = {
+    "qfcp": [{"title": "controller state: N", "series": [["N", "N", "n"]]}],
+    "lestas": [{"title": "controller state: N_hat", "series": [["N_hat", "N_hat", "n"]]}],
+    "rcp": [{"title": "controller state: factor", "series": [["factor", "factor", "n"]]}],
+    "xcp": [
+        {
+            "title": "aggregate feedback phi, shuffled h (bytes per interval d)",
+            "series": [["xcp_phi_bytes", "phi", "B"], ["xcp_h_bytes", "h", "B"]],
+        },
+        {
+            "title": "per-packet factors xi_p (left), xi_n (right)",
+            "series": [["xcp_xi_p", "xi_p", "p"], ["xcp_xi_n", "xi_n", "q"]],
+        },
+    ],
+    "ficcrd": [
+        {
+            "title": "core queue: MAPR updated / held, ER lowered by DPF x MAPR / kept (pkts)",
+            "series": [
+                ["mapr_updated", "MAPR updated", "n"],
+                ["mapr_held", "MAPR held", "n"],
+                ["er_lowered", "ER lowered", "n"],
+                ["er_kept", "ER kept", "n"],
+            ],
+        }
+    ],
+    "session": [
+        {
+            "title": "session control: admit rate, completions (left); SYNs admitted (right), /s",
+            "series": [
+                ["admit_fps", "admit rate", "f", "gaps"],
+                ["window_completions_fps", "completions", "f"],
+                ["window_admitted_fps", "admitted", "g"],
+            ],
+            "axes": {"f": "flows/s", "g": "SYNs admitted/s"},
+        }
+    ],
+}
+
+
+def state_kind(algo: str, variants: list[str]) -> str | None:
+    """Which STATE_CHARTS a folder's ports get: its algorithm's, or session control's
+    for a session-control variant (the folders named after ``[[variants]]``)."""
+    if algo in STATE_CHARTS:
+        return algo
+    return "session" if algo in variants else None
+
+
+def state_of(kind: str | None, rec: dict[str, Any]) -> dict[str, float | None]:
+    """The period record's values for the kind's state charts (None: not this period,
+    e.g. an XCP port whose interval d did not end within the period, or a port that is
+    not gated)."""
+    if kind is None:
+        return {}
+    out: dict[str, float | None] = {}
+    for chart in STATE_CHARTS[kind]:
+        for key, *_ in chart["series"]:
+            v = rec.get(key)
+            out[key] = float(v) if isinstance(v, int | float) else None
+    return out
 
 
 def plan_of_run(run_dir: Path) -> Plan:
@@ -86,10 +154,13 @@ def meta(plan: Plan, run_dir: Path | None) -> dict[str, Any]:
         "scale": plan.scale,
         "run": run_dir.name if run_dir is not None else None,
         "algos": plan.algorithms,
-        "duration_s": plan.duration_s,
+        # the time axis: a variant may run longer than the file (session control's search)
+        "duration_s": max([plan.duration_s, *(v.duration_s for v in plan.variants)]),
         "frame_bytes": frame,
         "q_ref_pkts": plan.q_ref_pkts,
         "constants": ALGO_CONSTANTS,
+        "state_charts": STATE_CHARTS,
+        "kinds": {a: state_kind(a, [v.name for v in plan.variants]) for a in _folders(plan)},
         "switches": plan.switches,
         "hosts": [{"name": h.name, "switch": h.switch} for h in plan.hosts.values()],
         "links": links,
@@ -102,6 +173,12 @@ def meta(plan: Plan, run_dir: Path | None) -> dict[str, Any]:
         "windows": windows(plan),
         "segments": segments,
     }
+
+
+def _folders(plan: Plan) -> list[str]:
+    """The algorithm folders a run of the plan may hold: the file's algorithms and
+    variants, and any other algorithm --algo asked for."""
+    return list(dict.fromkeys([*plan.algorithms, *(v.name for v in plan.variants), *ALGORITHMS]))
 
 
 def windows(plan: Plan) -> list[dict[str, Any]]:
@@ -152,6 +229,7 @@ class AlgoFeed:
         self.ctl = Tail(folder / "controller.jsonl")
         self.flows = Tail(folder / "flows.jsonl")
         self.t0 = self._t0()
+        self.kind = state_kind(algo, [v.name for v in plan.variants])
         self.last: dict[str, tuple[float, int]] = {}
         self._pending: list[str] = []  # controller lines not yet placed in time
 
@@ -203,6 +281,7 @@ class AlgoFeed:
                     "r_mbps": _mbps(rec.get("rate_Bps")),
                     "queue_pkts": row["queue_pkts"],
                     "drops": row["drops"],
+                    "state": state_of(self.kind, rec),
                     "rec": rec,
                 }
             )
@@ -265,12 +344,11 @@ class RunFeed:
             return
         summary_path = run_dir / "summary.json"
         finished = summary_path.is_file()
-        # the file's algorithms, and any other one --algo asked for
-        for algo in dict.fromkeys([*self.plan.algorithms, *ALGORITHMS]):
+        for algo in _folders(self.plan):
             folder = run_dir / algo
             if algo not in self._algos and folder.is_dir():
                 self._algos[algo] = AlgoFeed(self.plan, algo, folder)
-                self.events.append({"k": "algo", "algo": algo})
+                self.events.append({"k": "algo", "algo": algo, "kind": self._algos[algo].kind})
             if algo in self._algos:
                 self.events += self._algos[algo].poll()
         if finished:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fairgate_exp.dashboard.feed import RunFeed, plan_of_run
+from fairgate_exp.dashboard.feed import RunFeed, meta, plan_of_run, state_kind, state_of
 from fairgate_exp.dashboard.gate import Gate
-from fairgate_exp.dashboard.serve import serve
+from fairgate_exp.dashboard.serve import Watched, serve
 from fairgate_exp.dashboard.server import Dashboard
 from fairgate_exp.driver import run
 from fairgate_exp.engines.sim import SimEngine
@@ -252,3 +252,103 @@ def test_speed_paces_simulated_time(tmp_path: Path) -> None:
     eng.close()
     assert paced >= 0.5 * 0.95 and paced < 3.0
     assert flat < paced
+
+
+XCP_SMALL = SMALL.replace('algorithms = ["qfcp", "lestas"]', 'algorithms = ["xcp"]')
+
+
+def test_xcp_state_rides_on_the_port_events(tmp_path: Path) -> None:
+    """XCP's per-interval update (phi, h, xi_p, xi_n) reaches the page from the record."""
+    (tmp_path / "x.toml").write_text(XCP_SMALL)
+    run_dir, _ = run(load(tmp_path / "x.toml"), SimEngine, "sim", tmp_path, None, print)
+    plan = plan_of_run(run_dir)
+    assert meta(plan, run_dir)["kinds"]["xcp"] == "xcp"
+    events = RunFeed(plan, run_dir).since(0)
+    assert {"k": "algo", "algo": "xcp", "kind": "xcp"} in events
+    ports = [e for e in events if e["k"] == "port" and e["algo"] == "xcp"]
+    keys = {"xcp_phi_bytes", "xcp_h_bytes", "xcp_xi_p", "xcp_xi_n"}
+    assert ports and all(set(e["state"]) == keys for e in ports)
+    updated = [e for e in ports if e["state"]["xcp_phi_bytes"] is not None]
+    # the bottleneck's d is ~0.1 s, the period 0.1 s: most periods carry an update
+    assert len(updated) > len(ports) / 3, (len(updated), len(ports))
+    for e in updated:
+        for key in keys:
+            assert e["state"][key] == e["rec"][key]
+        # the record's numbers are XCP's equations (the page shows them in the step view)
+        r = e["rec"]
+        phi = 0.4 * r["xcp_d_s"] * (r["capacity_Bps"] - r["xcp_y_Bps"]) - 0.226 * r["xcp_q_bytes"]
+        assert r["xcp_phi_bytes"] == pytest.approx(phi, rel=1e-9, abs=1e-6)
+        h = max(0.0, 0.1 * r["xcp_y_Bps"] * r["xcp_d_s"] - abs(phi))
+        assert r["xcp_h_bytes"] == pytest.approx(h, rel=1e-9, abs=1e-6)
+    # a port with traffic both ways round: phi goes negative while the queue is high
+    assert any(e["state"]["xcp_phi_bytes"] < 0 for e in updated)
+    assert any(e["state"]["xcp_phi_bytes"] > 0 for e in updated)
+
+
+def _session_rec(t: float, admit: float | None) -> dict[str, object]:
+    rec: dict[str, object] = {
+        "t": t, "switch": "s1", "port": 2, "period_s": 0.1, "capacity_Bps": 750000.0,
+        "y_Bps": 7260.0, "departure_Bps": 7260.0, "arrival_pkts": 11, "departure_pkts": 11,
+        "drop_pkts": 5, "queue_mean_bytes": 6918.5, "queue_min_bytes": 6470.3,
+        "queue_overflow_pkts": 0, "rtt_mean_s": None, "syn_admitted": 1, "syn_dropped": 3,
+        "syn_ungated": 1, "fins": 7, "rsts": 0, "completions": 7,
+    }  # fmt: skip
+    if admit is not None:  # the session controller's update (every window, not every period)
+        rec.update(admit_fps=admit, window_completions_fps=admit - 2, window_admitted_fps=admit)
+    return rec
+
+
+def test_session_control_variants_get_admit_and_completion_rates(tmp_path: Path) -> None:
+    """A session-control run's variant folders (records written here, in the format the
+    session controller writes) show admit rate and completion rate per gated port."""
+    plan = load("session-control")
+    kinds = meta(plan, None)["kinds"]
+    assert meta(plan, None)["duration_s"] == 153.0  # strategy1/2 run longer than the file's 38 s
+    assert kinds["strategy2"] == kinds["static-50"] == "session" and kinds["qfcp"] == "qfcp"
+    (tmp_path / "experiment.json").write_text("{}")
+    (tmp_path / "strategy2").mkdir()
+    recs = [_session_rec(0.1, None), _session_rec(0.2, 40.0), _session_rec(0.3, 44.5)]
+    (tmp_path / "strategy2" / "controller.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in recs)
+    )
+    events = RunFeed(plan, tmp_path).since(0)
+    assert {"k": "algo", "algo": "strategy2", "kind": "session"} in events
+    got = [(e["t"], e["state"]) for e in events if e["k"] == "port"]
+    keys = ("admit_fps", "window_completions_fps", "window_admitted_fps")
+    assert got == [
+        (0.1, dict.fromkeys(keys)),
+        (0.2, {"admit_fps": 40.0, "window_completions_fps": 38.0, "window_admitted_fps": 40.0}),
+        (0.3, {"admit_fps": 44.5, "window_completions_fps": 42.5, "window_admitted_fps": 44.5}),
+    ]
+
+
+def test_ficcrd_state_is_its_core_counters() -> None:
+    """FICCRD's records (controller.ficcrd) carry per-period counts of the core queue's
+    MAPR updates and of explicit rates lowered by DPF x MAPR: those are its state charts."""
+    rec = {"t": 60.9, "mapr_updated": 11, "mapr_held": 6, "er_lowered": 11, "er_kept": 1}
+    assert state_of(state_kind("ficcrd", []), rec) == {
+        "mapr_updated": 11.0,
+        "mapr_held": 6.0,
+        "er_lowered": 11.0,
+        "er_kept": 1.0,
+    }
+    assert state_of(state_kind("none", []), rec) == {}
+    assert state_kind("none", ["none", "strategy1"]) == "session"  # session-control's "none"
+
+
+def test_watched_engine_offers_the_inner_engines_tcp_and_cm() -> None:
+    """A live session-control (TCP) run called Watched.start_tcp, which it lacked."""
+
+    class Inner:
+        name = "sim"
+
+        def __init__(self) -> None:
+            self.started: list[str] = []
+
+        def start_tcp(self, gen: str) -> None:
+            self.started.append(gen)
+
+    inner = Inner()
+    watched = Watched(inner, RunFeed(load("session-control")))
+    watched.start_tcp("uploads")
+    assert inner.started == ["uploads"]

@@ -102,10 +102,12 @@ def wait_for(what: Callable[[], Any], timeout: float, msg: str) -> Any:
 
 
 class LiveRun:
-    """An experiment (QFCP only) in the simulator, its dashboard served beside it."""
+    """An experiment (QFCP only, unless told) in the simulator, its dashboard beside it."""
 
-    def __init__(self, results: Path, speed: float, paused: bool, exp: str | Path) -> None:
-        self.plan = load(exp)
+    def __init__(
+        self, results: Path, speed: float, paused: bool, exp: str | Path, algo: str = "qfcp"
+    ) -> None:
+        self.plan, self.algo = load(exp), algo
         factory, self.dash = live_engines(SimEngine, self.plan, "sim", speed, paused)
         self.served: Served = serve(self.dash, say=lambda _m: None)
         self.run_dir: Path | None = None
@@ -115,7 +117,7 @@ class LiveRun:
 
     def _run(self, factory: Any, results: Path) -> None:
         try:
-            self.run_dir, _ = run(self.plan, factory, "sim", results, ["qfcp"], lambda _m: None)
+            self.run_dir, _ = run(self.plan, factory, "sim", results, [self.algo], lambda _m: None)
         except BaseException as exc:  # reported by finish()
             self.error = exc
 
@@ -263,3 +265,110 @@ def test_replay_draws_the_summary_values(browser: Any, tmp_path: Path) -> None:
             compared += 1
         expected = sum(len(w["flows"]) + len(w["ports"]) for w in windows.values())
         assert compared == expected and compared >= 7
+
+
+def page_number(x: float) -> str:
+    """app.js's f3: how the equation panel prints a number."""
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    if abs(x) >= 1000 or abs(x) < 0.01:
+        return f"{x:.5g}".replace("e+0", "e+").replace("e-0", "e-")
+    return f"{x:.3f}"
+
+
+def test_live_xcp_draws_its_aggregate_feedback(browser: Any, tmp_path: Path) -> None:
+    """A short XCP run: the port's phi / h chart fills while the run goes on, with the
+    record's numbers, and the step view shows XCP's equations with them."""
+    (tmp_path / "short.toml").write_text(SHORT.replace('["qfcp"]', '["xcp"]'))
+    live = LiveRun(tmp_path, speed=2.0, paused=False, exp=tmp_path / "short.toml", algo="xcp")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    chart = f"state:{PORT}:0"
+    try:
+        page.goto(live.served.url)
+        drawn_live = 0
+        while live.thread.is_alive():
+            data = drawn(page, chart)
+            if data and live.thread.is_alive():
+                drawn_live = max(drawn_live, sum(x is not None for x in data[1]))
+            time.sleep(0.1)
+        run_dir = live.finish()
+        wait_for(lambda: page.evaluate("fg.state && fg.state.done"), 10, "page saw the run end")
+        time.sleep(0.5)  # the page redraws every 200 ms
+        t, phi, h = drawn(page, chart)
+        xi_t, xi_p, xi_n = drawn(page, f"state:{PORT}:1")
+        title = page.evaluate(f"fg.charts[{json.dumps(chart)}].root.innerText")
+        eq = page.inner_text("#eq")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "live-xcp.png"), full_page=True)
+    finally:
+        page.close()
+    assert not errors
+    assert drawn_live >= 3, drawn_live  # phi was drawn before the run ended
+    assert "aggregate feedback phi" in title
+    recs = [json.loads(line) for line in (run_dir / "xcp" / "controller.jsonl").open()]
+    (key,) = [k for k in live.plan.measured if live.plan.ports[k].label == PORT]
+    mine = [r for r in recs if (r["switch"], r["port"]) == key]
+    assert t == [round(r["t"], 4) for r in mine] and xi_t == t
+    assert phi == [r.get("xcp_phi_bytes") for r in mine]
+    assert h == [r.get("xcp_h_bytes") for r in mine]
+    assert xi_p == [r.get("xcp_xi_p") for r in mine]
+    assert xi_n == [r.get("xcp_xi_n") for r in mine]
+    assert sum(x is not None for x in phi) >= 8
+    last = [r for r in mine if r.get("xcp_phi_bytes") is not None][-1]
+    assert "\N{GREEK SMALL LETTER PHI} = \N{GREEK SMALL LETTER ALPHA} d S" in eq, eq
+    for key in ("xcp_phi_bytes", "xcp_h_bytes", "xcp_d_s", "xcp_q_bytes"):
+        assert f" {page_number(last[key])} " in eq, (key, last[key], eq)
+    assert "NaN" not in eq
+
+
+def test_replay_of_session_control_draws_admit_and_completion_rates(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A session-control variant folder (records in the session controller's format, written
+    here): its chart draws the admit rate (null = no gating, a gap), the window's completions
+    and admitted SYNs, and the step view names the admit rate in force."""
+    plan = load("session-control")
+    base = {
+        "switch": "s1", "port": 2, "period_s": 0.1, "capacity_Bps": 62100.0, "y_Bps": 600.0,
+        "departure_Bps": 600.0, "arrival_pkts": 10, "departure_pkts": 10, "drop_pkts": 0,
+        "queue_mean_bytes": 0.0, "queue_min_bytes": 0.0, "queue_overflow_pkts": 0,
+        "rtt_mean_s": None, "syn_admitted": 3, "syn_dropped": 2, "syn_ungated": 0, "fins": 4,
+        "rsts": 0, "completions": 4,
+    }  # fmt: skip
+    admit = [None, None, 30.0, 30.0, 24.5, None]
+    window = {2: (41.0, 250.0), 5: (28.0, 31.0)}  # t index -> (completions, admitted) /s
+    folder = tmp_path / "strategy2"
+    folder.mkdir()
+    with (folder / "controller.jsonl").open("w") as f:
+        for i, a in enumerate(admit):
+            rec = base | {"t": round(0.1 * (i + 1), 1), "admit_fps": a}
+            if i in window:
+                rec |= {"window_completions_fps": window[i][0], "window_admitted_fps": window[i][1]}
+            f.write(json.dumps(rec) + "\n")
+    (tmp_path / "summary.json").write_text("{}")
+    served = serve(Dashboard(RunFeed(plan, tmp_path)), say=lambda _m: None)
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(served.url)
+        wait_for(lambda: page.evaluate("fg.state && fg.state.done"), 10, "replay done")
+        wait_for(lambda: page.evaluate("fg.algo === 'strategy2'"), 5, "strategy2 tab")
+        time.sleep(0.5)
+        t, a, done, admitted = drawn(page, f"state:{PORT}:0")
+        title = page.evaluate(f"fg.charts[{json.dumps(f'state:{PORT}:0')}].root.innerText")
+        eq = page.inner_text("#eq")
+    finally:
+        page.close()
+        served.stop()
+    assert not errors
+    assert "session control: admit rate" in title
+    assert t == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    assert a == admit
+    assert done == [None, None, 41.0, None, None, 28.0]
+    assert admitted == [None, None, 250.0, None, None, 31.0]
+    assert "admit rate in force: none (no gating)" in eq, eq  # the last record: null
+    assert "completion rate F = FINs / window = 28 flows/s" in eq, eq
+    assert "then set the admit rate to none (no gating)" in eq, eq

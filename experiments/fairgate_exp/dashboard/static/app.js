@@ -7,18 +7,19 @@
   const q = (path) => path + (token ? (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token) : "");
   const $ = (id) => document.getElementById(id);
   const COLORS = ["#2e86c1", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#2c3e50", "#e84393"];
-  const STATE_KEY = { qfcp: "N", lestas: "N_hat", rcp: "factor" };
-  const fg = { meta: null, store: {}, algo: null, charts: {}, updates: 0, events: 0, state: null, redrawMs: [] };
+  const fg = { meta: null, store: {}, algo: null, kinds: {}, charts: {}, updates: 0, events: 0, state: null, redrawMs: [] };
   window.fg = fg;
   let dirty = false;
 
   const algoStore = (algo) => fg.store[algo] || (fg.store[algo] = { ports: {}, flows: { t: [], idx: new Map(), s: {} } });
   const portStore = (st, label) => st.ports[label] || (st.ports[label] = {
-    t: [], r: [], y: [], c: [], q: [], qref: [], drops: [], state: [], util: [], rec: [] });
+    t: [], r: [], y: [], c: [], q: [], qref: [], drops: [], state: {}, util: [], rec: [] });
+  // the algorithm's internal-state charts of this algorithm (meta.state_charts, by kind)
+  const stateCharts = (algo) => (fg.meta.state_charts[fg.kinds[algo] ?? fg.meta.kinds[algo]] || []);
 
   function ingest(ev) {
     fg.events++;
-    if (ev.k === "algo") { addTab(ev.algo); if (!fg.algo) selectAlgo(ev.algo); return; }
+    if (ev.k === "algo") { fg.kinds[ev.algo] = ev.kind; addTab(ev.algo); if (!fg.algo) selectAlgo(ev.algo); return; }
     if (ev.k === "done") { fg.summary = ev.summary; $("status").textContent = "run finished"; dirty = true; return; }
     const st = algoStore(ev.algo);
     if (ev.k === "port") {
@@ -26,8 +27,8 @@
       p.t.push(ev.t); p.r.push(ev.r_mbps); p.y.push(ev.y_mbps); p.c.push(ev.c_mbps);
       p.q.push(ev.queue_pkts); p.qref.push(fg.meta.q_ref_pkts); p.drops.push(ev.drops);
       p.util.push(ev.util); p.rec.push(ev.rec);
-      const key = STATE_KEY[ev.algo];
-      p.state.push(key && ev.rec[key] != null ? ev.rec[key] : null);
+      const n = p.t.length - 1;
+      for (const [key, val] of Object.entries(ev.state || {})) (p.state[key] || (p.state[key] = []))[n] = val;
     } else if (ev.k === "flow") {
       const f = st.flows;
       let i = f.idx.get(ev.t);
@@ -60,12 +61,12 @@
     }] } };
   }
 
-  function chart(id, el, title, series, ylabel) {
+  function chart(id, el, title, series, ylabel, axes) {
     const opts = {
       title, width: Math.max(420, el.clientWidth - 10), height: 190, plugins: [marks()],
       cursor: { points: { show: false } },
       scales: { x: { time: false, range: [0, fg.meta.duration_s] } },
-      axes: [{ label: "t (s)" }, { label: ylabel }],
+      axes: [{ label: "t (s)" }, ...(axes || [{ label: ylabel }])],
       series: [{ label: "t" }, ...series],
     };
     const data = [[], ...series.map(() => [])];
@@ -79,17 +80,27 @@
     for (const p of fg.meta.ports) {
       const card = document.createElement("div"); card.className = "panel port";
       card.innerHTML = `<h2><span>${p.label}</span><small>capacity ${p.capacity_mbps.toFixed(3)} Mbit/s</small></h2>`;
-      const a = document.createElement("div"), b = document.createElement("div"), c = document.createElement("div");
-      card.append(a, b, c); box.append(card);
+      const a = document.createElement("div"), b = document.createElement("div");
+      card.append(a, b); box.append(card);
       chart("rate:" + p.label, a, "fair / explicit rate R, arrival y, capacity C", [
         { label: "R", stroke: "#c0392b", width: 2 }, { label: "y", stroke: "#2e86c1" },
         { label: "C", stroke: "#7f8c8d", dash: [6, 4] }], "Mbit/s");
       chart("queue:" + p.label, b, "queue against q_ref; drops per period", [
         { label: "queue (pkt)", stroke: "#8e44ad", width: 2 }, { label: "q_ref", stroke: "#7f8c8d", dash: [6, 4] },
         { label: "drops", stroke: "#d35400", paths: uPlot.paths.bars ? uPlot.paths.bars({ size: [0.6, 4] }) : undefined }], "packets");
-      const key = STATE_KEY[fg.algo];
-      chart("state:" + p.label, c, key ? `controller state: ${key}` : "controller state (none for this algorithm)",
-        [{ label: key || "-", stroke: "#16a085", width: 2 }], key || "");
+      const charts = stateCharts(fg.algo);
+      if (!charts.length) {
+        const c = document.createElement("div"); card.append(c);
+        chart("state:" + p.label, c, "controller state (none for this algorithm)", [{ label: "-", stroke: "#16a085" }], "");
+      }
+      charts.forEach((sc, j) => {
+        const c = document.createElement("div"); card.append(c);
+        const scales = [...new Set(sc.series.map((x) => x[2]))];
+        const series = sc.series.map(([, label, scale, gaps], i) => ({ label, scale, stroke: COLORS[(i + 5) % COLORS.length], width: 2, spanGaps: gaps !== "gaps" }));
+        const axes = scales.map((sc2, i) => ({ scale: sc2, side: i ? 1 : 3, grid: { show: !i }, size: 70,
+          label: (sc.axes || {})[sc2] || sc.series.filter((x) => x[2] === sc2).map((x) => x[1]).join(", ") }));
+        chart(`state:${p.label}:${j}`, c, sc.title, series, "", axes);
+      });
     }
     const fl = $("flows-chart"); fl.innerHTML = "";
     const series = [];
@@ -118,7 +129,12 @@
       const s = st.ports[p.label] || portStore(st, p.label);
       fg.charts["rate:" + p.label].setData([s.t, s.r, s.y, s.c]);
       fg.charts["queue:" + p.label].setData([s.t, s.q, s.qref, s.drops]);
-      fg.charts["state:" + p.label].setData([s.t, s.state]);
+      stateCharts(fg.algo).forEach((sc, j) => {
+        fg.charts[`state:${p.label}:${j}`].setData([s.t, ...sc.series.map(([key]) => {
+          const a = s.state[key] || [];
+          return s.t.map((_, i) => (a[i] === undefined ? null : a[i]));
+        })]);
+      });
     }
     const f = st.flows, data = [f.t];
     for (const fl of fg.meta.flows) {
@@ -186,7 +202,11 @@
     el.dataset.t = r.t; el.dataset.period = p.rec.length;
     let s = `${fg.algo.toUpperCase()} at ${label}, period #${p.rec.length} ending t = ${v(r.t)} s (rates in Mbit/s, queues in bytes)\n`;
     s += `C = ${v(C)}   y = ${v(y)}   measured queue ${v(r.queue_mean_bytes)} B   drops ${v(r.drop_pkts)}\n\n`;
-    if (r.idle) {
+    if (fg.algo === "xcp") {
+      s += xcpEquation(p.rec, k);
+    } else if ((fg.kinds[fg.algo] ?? fg.meta.kinds[fg.algo]) === "session") {
+      s += sessionText(p.rec);
+    } else if (r.idle) {
       s += `no arrivals this period: the outage rule (docs/reliability.md) holds R = ${v(R)}\n`;
       s += `instead of letting ${fg.algo.toUpperCase()} climb towards C while nobody sends.`;
     } else if (fg.algo === "qfcp") {
@@ -211,6 +231,38 @@
       s += "no rate algorithm: the switch only forwards and measures.";
     }
     el.innerHTML = s;
+  }
+
+  // XCP runs every average RTT d, not every period: its last update up to this period.
+  function xcpEquation(recs, k) {
+    let x = null;
+    for (let i = recs.length - 1; i >= 0 && !x; i--) if (recs[i].xcp_phi_bytes != null) x = recs[i];
+    if (!x) return "no XCP interval (one average RTT d) has ended yet at this port.";
+    const d = x.xcp_d_s, y = x.xcp_y_Bps, C = x.capacity_Bps, Q = x.xcp_q_bytes, phi = x.xcp_phi_bytes;
+    const sc = d / x.xcp_interval_s, sp = x.xcp_sum_rtt_s_over_cwnd * sc, sn = x.xcp_sum_s_bytes * sc;
+    let s = `XCP's last interval ended in the period ending t = ${v(x.t)} s (bytes, bytes/s, seconds)\n`;
+    s += `d = ${v(d)} s (mean RTT carried)   y = ${v(y)} B/s   C = ${v(C)} B/s   Q = ${v(Q)} B (persistent)\n\n`;
+    s += `φ = α d S − β Q = ${k.alpha} × ${v(d)} × (${v(C)} − ${v(y)}) − ${k.beta} × ${v(Q)} = ${v(phi)} B\n`;
+    s += `h = max(0, γ y d − |φ|) = max(0, ${k.gamma} × ${v(y)} × ${v(d)} − ${v(Math.abs(phi))}) = ${v(x.xcp_h_bytes)} B\n`;
+    s += `ξp = (h + max(φ, 0)) / (d Σ rtt·s/cwnd) = (${v(x.xcp_h_bytes)} + ${v(Math.max(phi, 0))}) / (${v(d)} × ${sp > 0 ? v(sp) : `${v(d)} (no packet: one flow)`}) = ${v(x.xcp_xi_p)}\n`;
+    s += `ξn = (h + max(−φ, 0)) / (d Σ s) = (${v(x.xcp_h_bytes)} + ${v(Math.max(-phi, 0))}) / (${v(d)} × ${v(sn)}) = ${v(x.xcp_xi_n)}${sn > 0 ? "" : " (no packet to charge)"}\n`;
+    s += `(sums over one d: the interval's ${v(x.xcp_interval_s)} s scaled by d / interval)\n`;
+    s += `each packet gets H_feedback = ξp rtt² s / cwnd − ξn rtt s bytes (min-stamped)`;
+    return s;
+  }
+
+  // Session control decides once a measurement window, from the window's sums.
+  function sessionText(recs) {
+    const r = recs[recs.length - 1];
+    let s = `this period: SYNs admitted ${v(r.syn_admitted)}, ungated ${v(r.syn_ungated)}, dropped ${v(r.syn_dropped)}; completions (FINs) ${v(r.completions ?? r.fins)}\n`;
+    s += r.admit_fps == null ? "admit rate in force: none (no gating)\n" : `admit rate in force: ${v(r.admit_fps)} flows/s (the SYN meter's rate)\n`;
+    let w = null;
+    for (let i = recs.length - 1; i >= 0 && !w; i--) if (recs[i].window_completions_fps != null) w = recs[i];
+    if (!w) return s + "no measurement window has ended yet at this port.";
+    s += `\nlast window (ending t = ${v(w.t)} s): completion rate F = FINs / window = ${v(w.window_completions_fps)} flows/s,\n`;
+    s += `admitted A = SYNs admitted / window = ${v(w.window_admitted_fps)} flows/s\n`;
+    s += `the search (docs/session-control.md) then set the admit rate to ${w.admit_fps == null ? "none (no gating)" : v(w.admit_fps) + " flows/s"}`;
+    return s;
   }
 
   // ---- windows table: means of what was drawn, beside max-min -------------------------------
