@@ -140,6 +140,15 @@ def check(exp: ExperimentFile) -> None:
             _check_path(doc, key)
             if not values:
                 raise _err(f"sweep.grid.{key}: no values")
+        first = next(iter(exp.sweep.grid.values()), [])
+        distinct = len({str(v) for v in first}) == len(first) > 0
+        for key, values in exp.sweep.zip.items():
+            _check_path(doc, key)
+            if not distinct or len(values) != len(first):
+                raise _err(
+                    f"sweep.zip.{key}: needs a [sweep.grid] whose first list has distinct "
+                    f"values and as many as this one ({len(values)})"
+                )
 
 
 def flow_names(exp: ExperimentFile) -> list[str]:

@@ -1,11 +1,13 @@
 """The controller in the simulator: the real agent's ``SwitchAgent.compute`` per switch.
 
-Once per control period (the agent's ``period_s``, which follows the carried RTT when
-``ControlConfig.period_s`` is None) the adapter reads the switch's counters as a
-``Snapshot``, takes ``counter_deltas`` against the previous read and hands them to
-``SwitchAgent.compute`` -- the same measure_port -> algorithm -> record path as on
-BMv2 -- then applies what the agent would write: every port's ``port_feedback``
-entry (from ``agent.feedback``) and the SYN meters it returned. Only the I/O is
+Whenever one of a switch's ports is due (every port has its own timer: the fixed
+``ControlConfig.period_s``, or the mean RTT its packets carried in its last interval
+when that is None) the adapter reads the switch's counters as a ``Snapshot`` and hands
+it to ``SwitchAgent.tick`` -- the same per-port deltas -> measure_port -> algorithm ->
+record path as on BMv2 -- then applies what the agent would write: every port's
+``port_feedback`` entry (from ``agent.feedback``) and the SYN meters it returned.
+The snapshot also carries the queues' exact drops (``SIM_QUEUE_DROPS``), which the
+agent uses instead of its estimate from arrivals and departures. Only the I/O is
 replaced; P4Runtime latency is taken as zero. With ``ControlConfig.ficcrd`` the
 switches get the controller's FICCRD table entries and clone sessions
 (``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
@@ -20,7 +22,6 @@ from typing import Any
 from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.records import Recorder
-from fairgate_controller.telemetry import Snapshot, counter_deltas
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
@@ -45,7 +46,6 @@ class SimController:
     recorder: MemoryRecorder = field(default_factory=MemoryRecorder)
     start_s: float = 0.0
     agents: dict[str, SwitchAgent] = field(default_factory=dict)
-    _prev: dict[str, tuple[Snapshot, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clock = self.net.clock
@@ -83,15 +83,10 @@ class SimController:
     def _period(self, name: str) -> None:
         clock = self.net.clock
         agent, sw = self.agents[name], self.net.switches[name]
-        snap, now = sw.snapshot(), clock.now
-        prev = self._prev.get(name)
-        self._prev[name] = (snap, now)
-        if prev is not None and now > prev[1]:
-            delta, reset = counter_deltas(prev[0], snap)
-            if not reset:
-                _writes, meters = agent.compute(delta, now - prev[1])
-                self._apply(agent, sw, meters)
-        clock.after(agent.period_s, self._period, name)
+        now = clock.now
+        _writes, meters = agent.tick(sw.snapshot(), now)
+        self._apply(agent, sw, meters)
+        clock.at(max(agent.next_wakeup(now), now + 1e-6), self._period, name)
 
     def _apply(self, agent: SwitchAgent, sw: SimSwitch, meters: list[Any]) -> None:
         if self.config.algo != "none":

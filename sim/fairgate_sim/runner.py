@@ -36,9 +36,9 @@ class Flow:
 class RunConfig:
     algo: Algo = "qfcp"
     ack_delay_s: float = 0.0  # receivers hold acks (the labs' RTT emulation)
-    period_s: float | None = None  # None: follow the carried RTT (the labs' "auto")
-    period_min_s: float = 0.04
-    period_max_s: float = 0.2
+    period_s: float | None = None  # None: every port follows its carried RTT (the labs' "auto")
+    period_min_s: float = 0.001
+    period_max_s: float = 1.0
     q_ref_pkts: float = 10.0
     packet_bytes: int = 1200
     initial_rate_kbps: int = 400  # the labs' senders
