@@ -120,6 +120,11 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f'{where}: needs within (e.g. within = "10%")')
         if e.metric in ("utilisation", "jain") and e.min is None:
             raise _err(f"{where}: needs min (e.g. min = 0.95)")
+        if e.metric == "flow_number":
+            if e.min is None and e.max is None:
+                raise _err(f"{where}: needs min or max (the equivalent number of flows)")
+            if "rcp" in (e.algorithms or algos):
+                raise _err(f"{where}: rcp estimates no number of flows (qfcp: N, lestas: N-hat)")
         if e.metric == "drops" and e.max is None:
             raise _err(f"{where}: needs max (e.g. max = 0)")
         if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):

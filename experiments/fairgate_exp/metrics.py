@@ -51,6 +51,8 @@ def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]
                 "arrival_pkts": r["arrival_pkts"],
                 "departure_pkts": r["departure_pkts"],
                 "rate_kbps": r.get("rate_kbps"),
+                # the controller's equivalent number of flows (QFCP's N, Lestas's N-hat)
+                "n": r.get("N", r.get("N_hat")),
             }
         )
     return rows
@@ -300,6 +302,9 @@ def _judge_one(
             per[lab] = window_drops(rs)
         elif e.metric == "utilisation":
             per[lab] = round(sum(r["util"] for r in rs) / len(rs), 4) if rs else None
+        elif e.metric == "flow_number":
+            ns = [r["n"] for r in rs if r.get("n") is not None]
+            per[lab] = round(sum(ns) / len(ns), 3) if ns else None
         else:  # queue, in q_ref's packets (1500 B)
             q = sum(r["queue_bytes"] for r in rs) / len(rs) / 1500 if rs else None
             per[lab] = round(q, 2) if q is not None else None
@@ -321,6 +326,21 @@ def _judge_one(
             f">= {e.min:g}",
             {"ports": per},
         )
+    if e.metric == "flow_number":
+        vals = [v for v in per.values() if v is not None]
+        lo = -math.inf if e.min is None else e.min
+        hi = math.inf if e.max is None else e.max
+        want = " and ".join(
+            s
+            for s in (
+                f">= {e.min:g}" if e.min is not None else "",
+                f"<= {e.max:g}" if e.max is not None else "",
+            )
+            if s
+        )
+        mean = round(sum(vals) / len(vals), 3) if vals else None
+        ok = bool(vals) and all(lo <= v <= hi for v in vals)
+        return Verdict(i, "flow_number", algo, win, ok, mean, want, {"ports": per})
     tol = float(e.within or 0.0)
     q_ref = plan.q_ref_pkts
     errs = {k: (abs(v - q_ref) / q_ref if v is not None else None) for k, v in per.items()}

@@ -218,6 +218,23 @@ def _tcp_rows(
             lambda t: (t.get("every_flow") or {}).get("mean_fct_short_s"),
         ),
     ]
+    bins: list[str] = []  # QFCP Fig. 1(b): mean FCT per size class, over every flow
+    for s in by.values():
+        for res in s["results"].values():
+            for t in res.get("tcp", {}).values():
+                sizes = (t.get("every_flow") or {}).get("mean_fct_by_size_segments", {})
+                bins += [b for b in sizes if b not in bins]
+    bins.sort(key=lambda b: int(b.split("-")[0]))
+    for b in bins:
+        figures.append(
+            (
+                f"mean FCT s, {b} segments (all)",
+                lambda t, b=b: (
+                    (t.get("every_flow") or {}).get("mean_fct_by_size_segments", {}).get(b)
+                    or [None, None]
+                )[1],
+            )
+        )
     for g in gens:
         for label, get in figures:
             cells = []

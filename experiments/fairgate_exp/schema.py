@@ -217,7 +217,15 @@ class Measure(Strict):
 
 
 Metric = Literal[
-    "maxmin", "utilisation", "drops", "queue", "jain", "flow_rate", "completion_rate", "fct"
+    "maxmin",
+    "utilisation",
+    "drops",
+    "queue",
+    "jain",
+    "flow_rate",
+    "completion_rate",
+    "fct",
+    "flow_number",
 ]
 
 
