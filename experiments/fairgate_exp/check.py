@@ -125,8 +125,8 @@ def check(exp: ExperimentFile) -> None:
                 raise _err(f"{where}: needs min or max (the equivalent number of flows)")
             if "rcp" in (e.algorithms or algos):
                 raise _err(f"{where}: rcp estimates no number of flows (qfcp: N, lestas: N-hat)")
-        if e.metric == "drops" and e.max is None:
-            raise _err(f"{where}: needs max (e.g. max = 0)")
+        if e.metric == "drops" and e.max is None and e.min is None:
+            raise _err(f"{where}: needs max (e.g. max = 0) or min")
         if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):
             raise _err(f"{where}: needs flows, value and within")
         for v in e.variants or []:

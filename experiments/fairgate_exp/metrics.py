@@ -310,9 +310,16 @@ def _judge_one(
             per[lab] = round(q, 2) if q is not None else None
     if e.metric == "drops":
         total = sum(per.values())
-        return Verdict(
-            i, "drops", algo, win, total <= (e.max or 0), total, f"<= {e.max:g}", {"ports": per}
+        ok = (e.max is None or total <= e.max) and (e.min is None or total >= e.min)
+        want = " and ".join(
+            s
+            for s in (
+                f">= {e.min:g}" if e.min is not None else "",
+                f"<= {e.max:g}" if e.max is not None else "",
+            )
+            if s
         )
+        return Verdict(i, "drops", algo, win, ok, total, want, {"ports": per})
     if e.metric == "utilisation":
         vals = [v for v in per.values() if v is not None]
         worst = min(vals) if vals else 0.0
