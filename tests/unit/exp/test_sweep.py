@@ -52,7 +52,7 @@ def test_zip_of_another_length_is_refused(tmp_path: Path) -> None:
 
     path = tmp_path / "zipped.toml"
     path.write_text(SWEPT + '\n[sweep.zip]\n"flows.0.stagger" = ["1s"]\n')
-    with pytest.raises(ExperimentError, match="sweep.zip.flows.0.stagger"):
+    with pytest.raises(ExperimentError, match=r"sweep\.zip\.flows\.0\.stagger"):
         load(str(path))
 
 
