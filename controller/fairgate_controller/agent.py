@@ -504,6 +504,7 @@ class SwitchAgent:
                 "drop_pkts": m.drop_pkts,
                 "queue_drop_pkts": m.queue_drop_pkts,
                 "queue_drop_est_pkts": estimate[0],
+                "queue_drops_exact": exact_drops is not None,
                 "queue_mean_bytes": m.queue_mean_bytes,
                 "queue_min_bytes": m.queue_min_bytes,
                 "queue_overflow_pkts": queue_overflow(delta, port.port),

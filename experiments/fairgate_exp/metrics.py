@@ -48,6 +48,8 @@ def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]
                 "queue_pkts": round(queue_bytes / plan.frame, 3),
                 "queue_bytes": round(queue_bytes, 1),
                 "drops": r["drop_pkts"],
+                # the queue's own drops where the engine knows them (the simulator)
+                "queue_drops": r.get("queue_drop_pkts") if r.get("queue_drops_exact") else None,
                 "arrival_pkts": r["arrival_pkts"],
                 "departure_pkts": r["departure_pkts"],
                 "rate_kbps": r.get("rate_kbps"),
@@ -64,9 +66,12 @@ def window_drops(rs: list[dict[str, Any]]) -> int:
     departures), which also counts every packet that merely waits in the queue at the end
     of a period; summed over many periods it over-counts.) The queue at the window's ends
     is the mean of its first and last period (the histogram's), so this is exact to
-    about a packet."""
+    about a packet where the buckets are one packet wide (a few packets where they are
+    wider). Where the records carry the queue's exact drops (the simulator's), their sum."""
     if not rs:
         return 0
+    if all(r.get("queue_drops") is not None for r in rs):  # exact (simulator)
+        return round(sum(r["queue_drops"] for r in rs))
     net = sum(r["arrival_pkts"] - r["departure_pkts"] for r in rs)
     growth = rs[-1]["queue_pkts"] - rs[0]["queue_pkts"]
     return max(0, round(net - growth))
