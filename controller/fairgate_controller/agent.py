@@ -424,6 +424,8 @@ class SwitchAgent:
         if xcp_writes:
             await sw.modify(xcp_writes)
         self.xcp_pending.update(xcp_info)
+        if self.xcp is not None:
+            self.xcp_tick_s()
         writes, meters = self.tick(snap, now)
         if writes:
             await sw.modify(writes)
@@ -431,7 +433,10 @@ class SwitchAgent:
             await sw.modify(meters)
 
     def interval_of(self, port: int) -> float:
-        """The port's control interval: the fixed period, or its d."""
+        """The port's control interval: XCP's own d for an XCP port, else the fixed
+        period, or its d."""
+        if self.xcp is not None and port in self.xcp.ports:
+            return self.xcp.ports[port].ctl.interval_s
         if self.config.period_s is not None:
             return self.config.period_s
         return self.interval.get(port, INITIAL_INTERVAL_S)
@@ -616,7 +621,7 @@ class SwitchAgent:
         if self.config.period_s is not None:
             tick = min(tick, self.config.period_s)
         tick = max(self.config.period_min_s, tick)
-        self.xcp.tick_s = tick
+        self.xcp.tick_s = self.period_s = tick
         return tick
 
 
