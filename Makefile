@@ -173,8 +173,8 @@ clean:
 # ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
 # Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
 TNA_TARGET  ?= tofino
-# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md, Resources.
-TNA_VARIANT ?= no-ficcrd
+# `full` = every feature, FICCRD included (docs/hardware.md, Resources).
+TNA_VARIANT ?= full
 
 
 build-tna: $(STAMP)

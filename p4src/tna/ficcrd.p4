@@ -19,9 +19,18 @@
 
 #include "tna/types.p4"
 
-/* 14 Ethernet + 20 IPv4 + 8 UDP + 28 fg_rate_t + 8 fg_rd_t */
-#define FG_RD_IP_BYTES 64
+/* What a packet does to ficcrd_flow_rwnd besides an RD's write. */
+#define FG_TNA_RWND_WRITE 1
+#define FG_TNA_RWND_RESET 2
+#define FG_TNA_RWND_ACK 3
 
+/* Depth plan (docs/hardware.md, "Fitting FICCRD"): every per-flow register
+ * sits at depth 1 or 2 after the flow index, whatever the path (a register's
+ * RegisterActions must share one stage); the RD that brings ER and RTT
+ * computes the flow's whole receive window (log/exp, floor, window scale) and
+ * stores it, so an ACK only compares it with its own window inside the
+ * stateful ALU; the APR of a flow is converted to kbit/s after its register,
+ * in parallel with everything that waits for it. */
 control FiccrdEgress(inout tna_headers_t hdr,
                      inout tna_egress_meta_t meta,
                      in egress_intrinsic_metadata_t eg_intr_md,
@@ -32,18 +41,23 @@ control FiccrdEgress(inout tna_headers_t hdr,
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_key;
     @name(".ficcrd_flow_window")
     Register<fg_window_pair_t, bit<10>>(FG_FICCRD_FLOWS) flow_window;
+    /* Bytes of the flow's last closed rate window (v1model: its APR in kbit/s;
+     * converted after the register here, see apr_terms). */
     @name(".ficcrd_flow_apr")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_apr;
     @name(".ficcrd_flow_packets")
     Register<bit<16>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_packets;
-    /* v1model keeps ER and multiplies ER x RTT per ACK; TNA keeps
-     * log2(ER) + log2(RTT) (+ offsets) from the last RD, FG_TNA_NO_ER = none. */
-    @name(".ficcrd_flow_log_window")
-    Register<bit<16>, bit<10>>(FG_FICCRD_FLOWS, FG_TNA_NO_ER) flow_log_window;
+    /* v1model keeps ER and computes ER x RTT per ACK; TNA keeps the receive
+     * window (scaled) that the last RD gives, FG_TNA_NO_WINDOW = none. */
+    @name(".ficcrd_flow_rwnd")
+    Register<bit<16>, bit<10>>(FG_FICCRD_FLOWS, FG_TNA_NO_WINDOW) flow_rwnd;
     @name(".ficcrd_flow_rtt")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_rtt;
+    /* {flow key, window scale}: the key check is inside the stateful ALU. */
     @name(".ficcrd_flow_wscale")
-    Register<bit<8>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_wscale;
+    Register<fg_key_pair_t, bit<10>>(FG_FICCRD_FLOWS) flow_wscale;
+    /* Minus the time the flow's SYN left (0: none), so that the sender's next
+     * segment gets the handshake round trip as value + now in one access. */
     @name(".ficcrd_flow_syn_us")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_syn_us;
     @name(".ficcrd_flow_base_rtt")
@@ -72,32 +86,35 @@ control FiccrdEgress(inout tna_headers_t hdr,
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_queued;
 
     /* ---- scratch (PHV) ---- */
-    bit<10> idx;
     bit<32> queued_ticks;
     bit<1>  is_new;
     bit<1>  matched;
-    bit<32> closed_bytes;
+    bit<2>  rwnd_path;
+    bit<32> last_bytes;
     bit<32> apr_a;
     bit<32> apr_b;
     bit<32> apr_c;
+    bit<32> apr_kbps;
     bit<32> rtt;
-    bit<32> base_rtt;
+    bit<32> learned;
     bit<1>  clone;
-    bit<8>  shift;
     bit<16> shift32;
-    bit<16> log_window;
+    bit<16> log_er_scaled;
+    bit<16> floor_scaled;
+    bit<16> min_sum;
+    bit<16> min_scaled;
+    bit<16> win_low;
+    bit<16> log_rtt_min_out;
+    bit<32> rate_in;
+    bit<16> win_sum;
     bit<16> win_key;
-    bit<16> new_window;
-    bit<16> window_excess;
-    bit<32> log_in_er;
-    bit<32> log_in_rtt;
+    bit<16> ack_window;
     bit<32> log_in_mapr;
     bit<16> log_er_out;
     bit<16> log_rtt_out;
     bit<16> log_mapr_out;
     bit<16> log_dpf_out;
     bit<16> er_key;
-    bit<32> er_cand;
     bit<32> er_excess;
     bit<8>  slot;
     bit<32> old_sample;
@@ -115,7 +132,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<3>  core_event;
     bit<1>  edge_counted;
 
-    /* ---- register actions ---- */
+    /* ---- register actions: flow key (depth 1) ---- */
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_claim = {
         void apply(inout bit<32> value, out bit<1> rv) {
             value = meta.fc.fkey;
@@ -142,6 +159,27 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
+    /* ---- SYN time (depth 1) ---- */
+    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_syn_us) syn_start = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            value = 0 - meta.fc.now_us;
+            rv = 0;
+        }
+    };
+    /* The sender's first segment after its SYN takes the handshake round
+     * trip once (base_learn keeps it unless the segment started a flow). */
+    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_syn_us) syn_take = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            if (value != 0) {
+                rv = value + meta.fc.now_us;
+                value = 0;
+            } else {
+                rv = 0;
+            }
+        }
+    };
+
+    /* ---- depth 2 ---- */
     RegisterAction<fg_window_pair_t, bit<10>, bit<32>>(flow_window) window_start = {
         void apply(inout fg_window_pair_t value, out bit<32> rv) {
             value.window = meta.fc.win_now;
@@ -159,24 +197,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
                 rv = 0;
                 value.bytes = value.bytes + meta.fc.pkt_bytes;
             }
-        }
-    };
-
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_apr) apr_reset = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            value = 0;
-            rv = 0;
-        }
-    };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_apr) apr_update = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            value = meta.fc.apr;
-            rv = meta.fc.apr;
-        }
-    };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_apr) apr_read = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
         }
     };
 
@@ -204,24 +224,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
-    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_log_window) lw_reset = {
-        void apply(inout bit<16> value, out bit<16> rv) {
-            value = FG_TNA_NO_ER;
-            rv = FG_TNA_NO_ER;
-        }
-    };
-    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_log_window) lw_write = {
-        void apply(inout bit<16> value, out bit<16> rv) {
-            value = meta.fc.log_window;
-            rv = value;
-        }
-    };
-    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_log_window) lw_read = {
-        void apply(inout bit<16> value, out bit<16> rv) {
-            rv = value;
-        }
-    };
-
     RegisterAction<bit<32>, bit<10>, bit<32>>(flow_rtt) rtt_reset = {
         void apply(inout bit<32> value, out bit<32> rv) {
             value = 0;
@@ -240,43 +242,17 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
-    RegisterAction<bit<8>, bit<10>, bit<8>>(flow_wscale) wscale_reset = {
-        void apply(inout bit<8> value, out bit<8> rv) {
-            value = 0;
+    RegisterAction<fg_key_pair_t, bit<10>, bit<32>>(flow_wscale) wscale_write = {
+        void apply(inout fg_key_pair_t value, out bit<32> rv) {
+            value.key = meta.fc.fkey;
+            value.value = (bit<32>)meta.fc.shift_in;
             rv = 0;
         }
     };
-    RegisterAction<bit<8>, bit<10>, bit<8>>(flow_wscale) wscale_write = {
-        void apply(inout bit<8> value, out bit<8> rv) {
-            value = meta.fc.shift_in;
-            rv = meta.fc.shift_in;
-        }
-    };
-    RegisterAction<bit<8>, bit<10>, bit<8>>(flow_wscale) wscale_read = {
-        void apply(inout bit<8> value, out bit<8> rv) {
-            rv = value;
-        }
-    };
-
-    /* SYN: remember when it left; the sender's next segment takes the
-     * difference (the handshake round trip) once and clears it. */
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_syn_us) syn_start = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            value = meta.fc.now_us;
-            rv = 0;
-        }
-    };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_syn_us) syn_clear = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            value = 0;
-            rv = 0;
-        }
-    };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_syn_us) syn_take = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            if (value != 0) {
-                rv = meta.fc.now_us - value;
-                value = 0;
+    RegisterAction<fg_key_pair_t, bit<10>, bit<32>>(flow_wscale) wscale_read = {
+        void apply(inout fg_key_pair_t value, out bit<32> rv) {
+            if (value.key == meta.fc.fkey) {
+                rv = value.value;
             } else {
                 rv = 0;
             }
@@ -292,19 +268,66 @@ control FiccrdEgress(inout tna_headers_t hdr,
     RegisterAction<bit<32>, bit<10>, bit<32>>(flow_base_rtt) base_learn = {
         void apply(inout bit<32> value, out bit<32> rv) {
             if (value == 0) {
-                value = meta.fc.syn_rtt;
-                rv = meta.fc.syn_rtt;
+                value = meta.fc.syn_us;
+                rv = 1;
             } else {
                 rv = 0;
             }
         }
     };
-    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_base_rtt) base_read = {
+    /* RD consumed: its round trip plus the handshake's, in one access
+     * (syn_us holds ts - now here: a stateful ALU takes two PHV inputs). */
+    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_base_rtt) base_add = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value - meta.fc.syn_us;
+        }
+    };
+
+    /* ---- depth 3: the closed window's bytes ---- */
+    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_apr) apr_reset = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            value = 0;
+            rv = 0;
+        }
+    };
+    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_apr) apr_update = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            value = meta.fc.closed_bytes;
+            rv = meta.fc.closed_bytes;
+        }
+    };
+    RegisterAction<bit<32>, bit<10>, bit<32>>(flow_apr) apr_read = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
         }
     };
 
+    /* ---- receive window: written by an RD, compared by an ACK ---- */
+    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_rwnd) rwnd_reset = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            value = FG_TNA_NO_WINDOW;
+            rv = 0;
+        }
+    };
+    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_rwnd) rwnd_write = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            value = meta.fc.new_window;
+            rv = 0;
+        }
+    };
+    /* The ACK's window is lowered to the stored one when that is smaller:
+     * returns it then, 0 otherwise (FG_TNA_NO_WINDOW never is). */
+    RegisterAction<bit<16>, bit<10>, bit<16>>(flow_rwnd) rwnd_lower = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            if (value < hdr.tcp.window) {
+                rv = value;
+            } else {
+                rv = 0;
+            }
+        }
+    };
+
+    /* ---- core ---- */
     RegisterAction<bit<32>, bit<4>, bit<32>>(queue_seen) queue_seen_read = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
@@ -366,12 +389,20 @@ control FiccrdEgress(inout tna_headers_t hdr,
         size = FG_MAX_PORTS * 32;
     }
 
+    @name(".set_log_er")
     action set_log_er(bit<16> log) { log_er_out = log; }
+    @name(".set_log_rtt")
     action set_log_rtt(bit<16> log) { log_rtt_out = log; }
+    @name(".set_log_rtt_min")
+    action set_log_rtt_min(bit<16> log) { log_rtt_min_out = log; }
+    @name(".set_log_mapr")
     action set_log_mapr(bit<16> log) { log_mapr_out = log; }
+    @name(".set_log_dpf")
     action set_log_dpf(bit<16> log) { log_dpf_out = log; }
-    action set_window(bit<16> window) { new_window = window; }
-    action set_er(bit<32> rate) { er_cand = rate; }
+    @name(".set_window")
+    action set_window(bit<16> window) { meta.fc.new_window = window; }
+    @name(".set_er")
+    action set_er(bit<32> rate) { meta.er_rate = rate; }
 
 #include "tna/ficcrd_math_tables.p4"
 
@@ -389,67 +420,65 @@ control FiccrdEgress(inout tna_headers_t hdr,
     }
     @hidden
     action clock_at_enqueue() {
-        meta.fc.now_us = meta.fc.now_us - queued_ticks;
+        meta.fc.stamp_us = meta.fc.now_us - queued_ticks;
     }
 
     /* Dependent arithmetic steps: one action per MAU stage (a Tofino action
      * cannot use a result it computes itself). */
+    /* kbit/s of a 2^26 ns window: b x 8e6 / 2^26 ~ (b >> 3) - (b >> 8) - (b >> 9) */
     @hidden
     action apr_terms() {
-        apr_a = closed_bytes >> 3;
-        apr_b = closed_bytes >> 8;
-        apr_c = closed_bytes >> 9;
+        apr_a = last_bytes >> 3;
+        apr_b = last_bytes >> 8;
+        apr_c = last_bytes >> 9;
     }
     @hidden
     action apr_diff() {
-        meta.fc.apr = apr_a - apr_b;
+        apr_kbps = apr_a - apr_b;
     }
     @hidden
     action apr_finish() {
-        meta.fc.apr = meta.fc.apr - apr_c;
+        apr_kbps = apr_kbps - apr_c;
     }
-    /* RD consumed: the flow's RTT (RD + handshake, at least rtt_min). */
+    /* RD consumed: its round trip (+ the handshake's: base_add), at least
+     * rtt_min; then the window key, floor and window scale in log units.
+     * max(rtt, rtt_min) is taken after the logs (the log table is monotonic:
+     * log(max(a, b)) = max(log a, log b)), so that rtt_min's share is ready
+     * before the round trip is. */
     @hidden
     action rd_rtt() {
         meta.fc.rtt_new = meta.fc.now_us - hdr.fg.ts_us;
-        log_in_er = hdr.fg.rate_kbps;
+        meta.fc.syn_us = hdr.fg.ts_us - meta.fc.now_us;
     }
     @hidden
-    action rd_rtt_total() {
-        log_in_rtt = meta.fc.rtt_new + base_rtt;
+    action rd_min_sum() {
+        min_sum = log_er_out + log_rtt_min_out;
     }
     @hidden
-    action rd_rtt_floor() {
-        log_in_rtt = max(log_in_rtt, meta.bridge.fc_rtt_min_us);
+    action rd_shift() {
+        shift32 = meta.fc.shift[15:0] << FG_TNA_LOG_ONE_SHIFT;
+    }
+    @hidden
+    action rd_scale() {
+        log_er_scaled = log_er_out - shift32;
+        min_scaled = min_sum - shift32;
+        floor_scaled = FG_TNA_WIN_FLOOR_KEY - shift32;
     }
     @hidden
     action rd_log_window() {
-        meta.fc.log_window = log_er_out + log_rtt_out;
+        win_sum = log_er_scaled + log_rtt_out;
+        win_low = max(min_scaled, floor_scaled);
     }
     @hidden
-    action rd_log_window_offset() {
-        meta.fc.log_window = meta.fc.log_window + FG_TNA_WIN_BASE_KEY;
-    }
-    /* ACK: floor (2920 bytes), then the window scale. */
-    @hidden
-    action window_floor() {
-        win_key = max(log_window, FG_TNA_WIN_FLOOR_KEY);
-        shift32 = (bit<16>)shift << FG_TNA_LOG_ONE_SHIFT;
-    }
-    @hidden
-    action window_scale() {
-        win_key = win_key - shift32;
+    action rd_window_floor() {
+        win_key = max(win_sum, win_low);
     }
     /* The deparser fixes the TCP checksum from the parser's residual
      * (v1model: RFC 1624 in this action). */
     @name(".rewrite_window")
     action rewrite_window() {
-        hdr.tcp.window = new_window;
+        hdr.tcp.window = ack_window;
         meta.tcp_csum_update = 1;
-    }
-    @hidden
-    action window_compare() {
-        window_excess = hdr.tcp.window |-| new_window;
     }
     @hidden
     action er_key_sum() {
@@ -457,35 +486,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     }
     @hidden
     action er_compare() {
-        er_excess = hdr.fg.rate_kbps |-| er_cand;
-    }
-
-    /* The clone of a flow's k-th packet becomes a forward RD (v1model: build_rd). */
-    @name(".build_rd")
-    action build_rd() {
-        hdr.ipv4.ihl = 5;
-        hdr.ipv4.total_len = FG_RD_IP_BYTES;
-        hdr.ipv4.protocol = IP_PROTO_UDP;
-        hdr.udp.setValid();
-        hdr.udp.src_port = FG_UDP_PORT;
-        hdr.udp.dst_port = FG_UDP_PORT;
-        hdr.udp.length = FG_RD_IP_BYTES - 20;
-        hdr.udp.checksum = 0;
-        hdr.fg.setValid();
-        hdr.fg.version = FG_VERSION;
-        hdr.fg.kind = FG_KIND_RD_FORWARD;
-        hdr.fg.flags = 0;
-        hdr.fg.reserved = 0;
-        hdr.fg.seq = 0;
-        hdr.fg.ack = 0;
-        hdr.fg.ts_us = meta.fc.now_us;
-        hdr.fg.ts_echo_us = 0;
-        hdr.fg.rtt_us = meta.rd_mirror.rtt_us;
-        hdr.fg.rate_kbps = FG_RATE_UNLIMITED;
-        hdr.fg_rd.setValid();
-        hdr.fg_rd.flow_key = meta.rd_mirror.flow_key;
-        hdr.fg_rd.apr_kbps = meta.rd_mirror.apr_kbps;
-        meta.ipv4_csum_update = 1;
+        er_excess = rate_in |-| meta.er_rate;
     }
 
     @hidden
@@ -493,13 +494,18 @@ control FiccrdEgress(inout tna_headers_t hdr,
         meta.rd_mirror.setValid();
         meta.rd_mirror.kind = FG_TNA_MIRRORED;
         meta.rd_mirror.flow_key = meta.fc.fkey;
-        meta.rd_mirror.apr_kbps = meta.fc.apr;
+        meta.rd_mirror.apr_kbps = apr_kbps;
         meta.rd_mirror.rtt_us = rtt;
         meta.mirror_session = (MirrorId_t)eg_intr_md.egress_port + FG_RD_SESSION_BASE;
         eg_dprsr_md.mirror_type = FG_TNA_MIRROR_RD;
     }
 
+
     apply {
+        /* Arithmetic without side effects runs for every packet FICCRD sees
+         * (speculatively, as a CPU would): only register writes, header
+         * writes, drops and counters wait for the branch that needs them, so
+         * that no chain waits for a nest of conditions. */
         take_clock();
         take_window();
         if (meta.is_rd_clone == 1) {
@@ -509,16 +515,19 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
         meta.fc.pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
 
-        /* Core inputs, read before an RD clone is rebuilt (so that the core
-         * need not wait for build_rd). A turned RD is both forward (MAPR
-         * update) and backward (ER). */
+        /* Core inputs. A turned RD is both forward (MAPR update) and backward
+         * (ER). An RD clone is forward and, at its own queue, backward too: the
+         * source edge's uplink lowers ER when it emits the RD, not when it
+         * consumes it (v1model), so that a consumed RD's window does not wait
+         * for the core's arithmetic (docs/hardware.md, "Fitting FICCRD"). */
         if (meta.is_rd_clone == 1) {
             rd_valid = 1;
             queue_port = eg_intr_md.egress_port;
             queue_here = 1;
             core_fwd = 1;
-            core_bwd = 0;
+            core_bwd = 1;
             apr_in = meta.rd_mirror.apr_kbps;
+            rate_in = FG_RATE_UNLIMITED;
         } else {
             rd_valid = meta.bridge.fc_rd_valid;
             queue_port = meta.bridge.fc_queue_port;
@@ -526,15 +535,159 @@ control FiccrdEgress(inout tna_headers_t hdr,
             core_fwd = meta.bridge.fc_turned;
             core_bwd = 0;
             apr_in = hdr.fg_rd.apr_kbps;
+            rate_in = hdr.fg.rate_kbps;
             if (hdr.fg.kind == FG_KIND_RD_FORWARD) {
                 core_fwd = 1;
             }
-            if (hdr.fg.kind == FG_KIND_RD_BACKWARD) {
+            if (hdr.fg.kind == FG_KIND_RD_BACKWARD && meta.bridge.fc_consume == 0) {
                 core_bwd = 1;
             }
         }
+
+        /* ---- edge, speculative part: an RD's window (used if it is consumed) ---- */
+        log_er.apply();          /* log(ER) + offset - 13 x 32, from the header */
+        log_rtt_min.apply();
+        rd_rtt();
+        rd_min_sum();
+
+        /* ---- edge (first: it reads the rate header before anything writes it) ---- */
+        edge_counted = 0;
+        edge_event = 0;
+        matched = 0;
+        rwnd_path = 0;
+        edge_port = eg_intr_md.egress_port;
         if (meta.is_rd_clone == 1) {
-            build_rd();
+            edge_event = FG_EDGE_RD_EMITTED;
+            edge_counted = 1;
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        } else if (meta.bridge.fc_consume == 1) {
+            /* Source edge: the RD's ER and round trip become the flow's
+             * receive window, stored for its ACKs; the RD is dropped. */
+            meta.fc.fkey = hdr.fg_rd.flow_key;
+            matched = key_match.execute(hdr.fg_rd.flow_key[9:0]);
+            meta.fc.shift = wscale_read.execute(hdr.fg_rd.flow_key[9:0]);
+            meta.fc.log_in_rtt = base_add.execute(hdr.fg_rd.flow_key[9:0]);
+            if (matched == 1) {
+                rtt_write.execute(hdr.fg_rd.flow_key[9:0]);
+                if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
+                    rwnd_path = FG_TNA_RWND_RESET;
+                } else {
+                    rwnd_path = FG_TNA_RWND_WRITE;
+                }
+                edge_event = FG_EDGE_RD_CONSUMED;
+            } else {
+                edge_event = FG_EDGE_RD_STALE;
+            }
+            edge_counted = 1;
+            eg_dprsr_md.drop_ctl = 1;
+            meta.dropped = 1;
+#endif
+        } else if (meta.bridge.fc_turned == 1) {
+            edge_event = FG_EDGE_RD_TURNED;
+            edge_port = meta.bridge.fc_edge_port;
+            edge_counted = 1;
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        } else if (hdr.tcp.isValid() && meta.bridge.fc_source == 1 && meta.bridge.fc_edge == 0
+                   && eg_intr_md.egress_port < FG_MAX_PORTS) {
+            /* Source edge, a packet of a TCP flow entering the network. */
+            meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                         hdr.tcp.src_port, hdr.tcp.dst_port});
+            meta.fc.interval_m1 = meta.bridge.fc_rd_interval - 1;
+            if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+                is_new = key_claim.execute(meta.fc.fkey[9:0]);
+                syn_start.execute(meta.fc.fkey[9:0]);
+            } else {
+                is_new = key_check.execute(meta.fc.fkey[9:0]);
+                meta.fc.syn_us = syn_take.execute(meta.fc.fkey[9:0]);
+            }
+            if (is_new == 1) {
+                rtt = rtt_reset.execute(meta.fc.fkey[9:0]);
+                window_start.execute(meta.fc.fkey[9:0]);
+                last_bytes = apr_reset.execute(meta.fc.fkey[9:0]);
+                packets_first.execute(meta.fc.fkey[9:0]);
+                rwnd_path = FG_TNA_RWND_RESET;
+                base_reset.execute(meta.fc.fkey[9:0]);
+                edge_event = FG_EDGE_FLOW_STARTED;
+                edge_counted = 1;
+            } else {
+                rtt = rtt_read.execute(meta.fc.fkey[9:0]);
+                meta.fc.closed_bytes = window_add.execute(meta.fc.fkey[9:0]);
+                if (meta.fc.closed_bytes != 0) {
+                    last_bytes = apr_update.execute(meta.fc.fkey[9:0]);
+                } else {
+                    last_bytes = apr_read.execute(meta.fc.fkey[9:0]);
+                }
+                if (meta.fc.syn_us != 0) {
+                    learned = base_learn.execute(meta.fc.fkey[9:0]);
+                    if (learned == 1) {
+                        edge_event = FG_EDGE_BASE_RTT_LEARNED;
+                        edge_counted = 1;
+                    }
+                }
+                clone = 0;
+                if (meta.bridge.fc_rd_interval != 0 && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
+                    clone = packets_count_clone.execute(meta.fc.fkey[9:0]);
+                } else {
+                    packets_count.execute(meta.fc.fkey[9:0]);
+                }
+                apr_terms();
+                apr_diff();
+                apr_finish();
+                if (clone == 1) {
+                    clone_rd();
+                }
+            }
+        } else if (hdr.tcp.isValid() && meta.bridge.fc_edge == 1 && meta.bridge.fc_source == 0) {
+            /* Source edge, a segment going back to a TCP sender. */
+            meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
+                                          hdr.tcp.dst_port, hdr.tcp.src_port});
+            meta.fc.shift_in = 0;
+            if (meta.bridge.tcp_wscale_seen == 1) {
+                meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
+            }
+            if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
+                /* The receiver's shift applies to every later window it sends
+                 * (kept with the flow key; v1model: only for a tracked flow). */
+                wscale_write.execute(meta.fc.fkey[9:0]);
+                edge_event = FG_EDGE_WSCALE_LEARNED;
+                edge_counted = 1;
+            } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                       == TCP_FLAG_ACK) {
+                matched = key_match.execute(meta.fc.fkey[9:0]);
+                if (matched == 1) {
+                    rwnd_path = FG_TNA_RWND_ACK;
+                }
+            }
+#endif
+        }
+
+        /* ---- edge, speculative part: the window (needs shift and RTT above) ---- */
+        rd_shift();
+        rd_scale();
+        log_rtt.apply();
+        rd_log_window();
+        rd_window_floor();
+        exp_window.apply();
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        /* ficcrd_flow_rwnd: every access after the window is known, so that
+         * all of them can share its stage. */
+        if (rwnd_path == FG_TNA_RWND_WRITE) {
+            rwnd_write.execute(meta.fc.fkey[9:0]);
+        } else if (rwnd_path == FG_TNA_RWND_RESET) {
+            rwnd_reset.execute(meta.fc.fkey[9:0]);
+        } else if (rwnd_path == FG_TNA_RWND_ACK) {
+            /* bytes = ER x RTT >> 13, at least 2920, >> wscale: stored by the RD */
+            ack_window = rwnd_lower.execute(meta.fc.fkey[9:0]);
+            if (ack_window != 0) {
+                rewrite_window();
+                edge_event = FG_EDGE_WINDOW_REWRITTEN;
+                edge_counted = 1;
+            }
+        }
+#endif
+        if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
+            edge_events.count(edge_port[3:0] ++ edge_event);
         }
 
 #ifndef FG_TNA_NO_FICCRD_CORE
@@ -542,18 +695,23 @@ control FiccrdEgress(inout tna_headers_t hdr,
         if (rd_valid == 1 && queue_port < FG_MAX_PORTS && queue_here == 0) {
             meta.fc_queue_depth = (bit<19>)queue_seen_read.execute(queue_port[3:0]);
         } else {
-            queue_seen_write.execute(eg_intr_md.egress_port[3:0]);
+            /* sampled by the traffic FICCRD controls: TCP segments and RDs */
+            if (eg_intr_md.egress_port < FG_MAX_PORTS
+                && (hdr.tcp.isValid() || hdr.fg_rd.isValid() || meta.is_rd_clone == 1)) {
+                queue_seen_write.execute(eg_intr_md.egress_port[3:0]);
+            }
             meta.fc_queue_depth = eg_intr_md.enq_qdepth;
         }
+        dpf_hit = 0;
+        updated = 0;
+        msum = 0;
         if (rd_valid == 1 && queue_port < FG_MAX_PORTS) {
             /* The 16-sample sum is kept for every queue an RD names (v1model:
              * only where ficcrd_dpf has an entry); the table is looked up
              * alongside, not before, to keep the chain short. */
-            dpf_hit = 0;
             if (ficcrd_dpf.apply().hit) {
                 dpf_hit = 1;
             }
-            updated = 0;
             if (core_fwd == 1 && apr_in != 0) {
                 /* at most 2^28 - 1, so that 16 samples sum in 32 bits */
                 if (apr_in[31:28] == 0) {
@@ -569,175 +727,40 @@ control FiccrdEgress(inout tna_headers_t hdr,
             } else {
                 msum = sum_read.execute(queue_port[3:0]);
             }
-            if (dpf_hit == 1) {
-                if (updated == 1) {
-                    core_event = FG_CORE_MAPR_UPDATED;
-                } else if (core_fwd == 1) {
-                    core_event = FG_CORE_APR_UNKNOWN;
-                } else {
-                    core_event = FG_CORE_MAPR_HELD;
-                }
-                if (core_bwd == 1) {
-                    if (msum == 0) {
-                        core_event = FG_CORE_MAPR_UNKNOWN;
-                    } else {
-                        /* ER = min(ER, MAPR x DPF >> 10) as exp(log MAPR-sum + log DPF') */
-                        log_in_mapr = msum;
-                        log_mapr.apply();
-                        log_dpf.apply();
-                        er_key_sum();
-                        exp_er.apply();
-                        er_compare();
-                        if (er_excess != 0) {
-                            hdr.fg.rate_kbps = er_cand;
-                            meta.fg_rewritten = 1;
-                            core_event = FG_CORE_ER_LOWERED;
-                        } else {
-                            core_event = FG_CORE_ER_KEPT;
-                        }
-                    }
-                }
-                core_events.count(queue_port[3:0] ++ core_event);
-            }
         }
-
-#endif
-
-        /* ---- edge ---- */
-        edge_counted = 0;
-        edge_port = eg_intr_md.egress_port;
-        if (meta.is_rd_clone == 1) {
-            edge_event = FG_EDGE_RD_EMITTED;
-            edge_counted = 1;
-#ifndef FG_TNA_NO_FICCRD_EDGE
-        } else if (meta.bridge.fc_consume == 1) {
-            /* Source edge: keep the RD's round trip and log2(ER x RTT), drop the RD. */
-            meta.fc.fkey = hdr.fg_rd.flow_key;
-            idx = hdr.fg_rd.flow_key[9:0];
-            rd_rtt();
-            matched = key_match.execute(idx);
-            base_rtt = base_read.execute(idx);
-            rd_rtt_total();
-            rd_rtt_floor();
-            log_er.apply();
-            log_rtt.apply();
-            rd_log_window();
-            rd_log_window_offset();
-            if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
-                meta.fc.log_window = FG_TNA_NO_ER;
-            }
-            if (matched == 1) {
-                lw_write.execute(idx);
-                rtt_write.execute(idx);
-                edge_event = FG_EDGE_RD_CONSUMED;
-            } else {
-                edge_event = FG_EDGE_RD_STALE;
-            }
-            edge_counted = 1;
-            eg_dprsr_md.drop_ctl = 1;
-            meta.dropped = 1;
-#endif
-        } else if (meta.bridge.fc_turned == 1) {
-            edge_event = FG_EDGE_RD_TURNED;
-            edge_port = meta.bridge.fc_edge_port;
-            edge_counted = 1;
-#ifndef FG_TNA_NO_FICCRD_EDGE
-        } else if (hdr.tcp.isValid() && meta.bridge.fc_source == 1 && meta.bridge.fc_edge == 0) {
-            /* Source edge, a packet of a TCP flow entering the network. */
-            meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                                         hdr.tcp.src_port, hdr.tcp.dst_port});
-            idx = meta.fc.fkey[9:0];
-            meta.fc.interval_m1 = meta.bridge.fc_rd_interval - 1;
-            if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
-                is_new = key_claim.execute(idx);
-            } else {
-                is_new = key_check.execute(idx);
-            }
-            if (is_new == 1) {
-                rtt = rtt_reset.execute(idx);
-                window_start.execute(idx);
-                meta.fc.apr = apr_reset.execute(idx);
-                packets_first.execute(idx);
-                lw_reset.execute(idx);
-                wscale_reset.execute(idx);
-                base_reset.execute(idx);
-                if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
-                    syn_start.execute(idx);
-                } else {
-                    syn_clear.execute(idx);
-                }
-                edge_event = FG_EDGE_FLOW_STARTED;
-                edge_counted = 1;
-            } else {
-                rtt = rtt_read.execute(idx);
-                closed_bytes = window_add.execute(idx);
-                /* kbit/s of a 2^26 ns window: b x 8e6 / 2^26 ~ (b >> 3) - (b >> 8) - (b >> 9) */
-                apr_terms();
-                apr_diff();
-                apr_finish();
-                if (closed_bytes != 0) {
-                    meta.fc.apr = apr_update.execute(idx);
-                } else {
-                    meta.fc.apr = apr_read.execute(idx);
-                }
-                meta.fc.syn_rtt = syn_take.execute(idx);
-                if (meta.fc.syn_rtt != 0) {
-                    base_rtt = base_learn.execute(idx);
-                    if (base_rtt != 0) {
-                        edge_event = FG_EDGE_BASE_RTT_LEARNED;
-                        edge_counted = 1;
-                    }
-                }
-                clone = 0;
-                if (meta.bridge.fc_rd_interval != 0 && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
-                    clone = packets_count_clone.execute(idx);
-                } else {
-                    packets_count.execute(idx);
-                }
-                if (clone == 1) {
-                    clone_rd();
-                }
-            }
-        } else if (hdr.tcp.isValid() && meta.bridge.fc_edge == 1 && meta.bridge.fc_source == 0) {
-            /* Source edge, a segment going back to a TCP sender. */
-            meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
-                                          hdr.tcp.dst_port, hdr.tcp.src_port});
-            idx = meta.fc.fkey[9:0];
-            meta.fc.shift_in = 0;
-            if (meta.bridge.tcp_wscale_seen == 1) {
-                meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
-            }
-            matched = key_match.execute(idx);
-            log_window = lw_read.execute(idx);
-            if (matched == 1) {
-                if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                    == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-                    /* The receiver's shift applies to every later window it sends. */
-                    wscale_write.execute(idx);
-                    edge_event = FG_EDGE_WSCALE_LEARNED;
-                    edge_counted = 1;
-                } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                           == TCP_FLAG_ACK) {
-                    shift = wscale_read.execute(idx);
-                    if (log_window != FG_TNA_NO_ER) {
-                        /* bytes = ER x RTT >> 13, at least 2920, >> wscale, at least 1 */
-                        window_floor();
-                        window_scale();
-                        exp_window.apply();
-                        window_compare();
-                        if (window_excess != 0) {
-                            rewrite_window();
-                            edge_event = FG_EDGE_WINDOW_REWRITTEN;
-                            edge_counted = 1;
-                        }
-                    }
-                }
-            }
-#endif
+        /* ER = min(ER, MAPR x DPF >> 10) as exp(log MAPR-sum + log DPF'),
+         * speculative; RateWrite applies it when er_lower says so. */
+        log_in_mapr = msum;
+        log_mapr.apply();
+        log_dpf.apply();
+        er_key_sum();
+        exp_er.apply();
+        er_compare();
+        if (dpf_hit == 1 && core_bwd == 1 && msum != 0) {
+            meta.er_lower = 1;
         }
-        if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
-            edge_events.count(edge_port[3:0] ++ edge_event);
+        if (dpf_hit == 1) {
+            if (updated == 1) {
+                core_event = FG_CORE_MAPR_UPDATED;
+            } else if (core_fwd == 1) {
+                core_event = FG_CORE_APR_UNKNOWN;
+            } else {
+                core_event = FG_CORE_MAPR_HELD;
+            }
+            if (core_bwd == 1) {
+                if (msum == 0) {
+                    core_event = FG_CORE_MAPR_UNKNOWN;
+                } else if (er_excess != 0) {
+                    core_event = FG_CORE_ER_LOWERED;
+                } else {
+                    core_event = FG_CORE_ER_KEPT;
+                }
+            }
+            core_events.count(queue_port[3:0] ++ core_event);
         }
+#endif
+        /* An RD clone is rebuilt by RateWrite, after the edge and the core
+         * read the headers (so that neither waits for it). */
     }
 }
 
