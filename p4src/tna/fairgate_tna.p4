@@ -22,8 +22,8 @@
 #include <tna.p4>
 #endif
 
-/* FICCRD does not fit one Tofino pipe yet (35 stages of 12: docs/hardware.md,
- * Resources), so this program compiles without it unless asked for with
+/* FICCRD does not fit one Tofino pipe yet (21 stages of 12: docs/hardware.md,
+ * Fitting FICCRD), so this program compiles without it unless asked for with
  * -DFG_TNA_WITH_FICCRD (make build-tna TNA_VARIANT=full, make tna-report). */
 #ifndef FG_TNA_WITH_FICCRD
 #ifndef FG_TNA_NO_FICCRD
