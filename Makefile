@@ -145,7 +145,8 @@ clean:
 # ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
 # Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
 TNA_TARGET  ?= tofino
-# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md, Resources.
+# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md,
+# "Fitting FICCRD" (21 stages of 12 after the redesign, 35 before).
 TNA_VARIANT ?= no-ficcrd
 
 

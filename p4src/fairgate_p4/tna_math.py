@@ -108,11 +108,25 @@ def window_base_key() -> int:
 
 
 def window_key(er: int, rtt: int, shift: int) -> int:
-    """The key of the window exp table, as the egress MAU computes it: the RD
-    leaves ``log(ER) + log(RTT) + base`` in the flow's register, an ACK takes
-    the max with the floor and subtracts 32 x the window scale."""
+    """The key of the window exp table for ER, the flow's RTT (already at
+    least rtt_min) and its window scale: ``log(ER) + log(RTT) + base``, at
+    least the floor's key, minus 32 x the window scale."""
     stored = log_q(er) + log_q(rtt) + window_base_key()
     return max(stored, window_floor_key(0)) - LOG_ONE * shift
+
+
+def window_key_switch(er: int, rtt_sum: int, rtt_min: int, shift: int) -> int:
+    """The same key as the egress MAU computes it when an RD is consumed
+    (ficcrd.p4: rd_er_base .. rd_window_floor): ``max(rtt, rtt_min)`` is
+    taken after the log tables, ``max(log a, log b)``, and the window scale is
+    subtracted from each term before the maxima. Equal to
+    ``window_key(er, max(rtt_sum, rtt_min), shift)`` because the log table is
+    monotonic (tested)."""
+    scale = LOG_ONE * shift
+    er_base = log_q(er) + window_base_key()
+    win_sum = er_base - scale + log_q(rtt_sum)
+    win_low = max(er_base + log_q(rtt_min) - scale, window_floor_key(0) - scale)
+    return max(win_sum, win_low)
 
 
 def window_keys() -> range:
@@ -197,6 +211,7 @@ def render_tables() -> str:
     ]
 
     def log_table(name: str, key: str, width: int, action: str, adjust: int) -> None:
+        lines.append(f'    @name(".{name}")')
         lines.append(f"    table {name} {{")
         lines.append(f"        key = {{ {key} : ternary; }}")
         lines.append(f"        actions = {{ {action}; }}")
@@ -212,6 +227,7 @@ def render_tables() -> str:
         lines.append("")
 
     def exp_table(name: str, key: str, action: str, keys: range, fn) -> None:  # type: ignore[no-untyped-def]
+        lines.append(f'    @name(".{name}")')
         lines.append(f"    table {name} {{")
         lines.append(f"        key = {{ {key} : exact; }}")
         lines.append(f"        actions = {{ {action}; }}")
@@ -227,8 +243,9 @@ def render_tables() -> str:
     lines.insert(3, f"#define FG_TNA_WIN_BASE_KEY {window_base_key()}")
     lines.insert(4, f"#define FG_TNA_WIN_FLOOR_KEY {window_floor_key(0)}")
     lines.insert(5, "")
-    log_table("log_er", "log_in_er", 32, "set_log_er", 0)
-    log_table("log_rtt", "log_in_rtt", 32, "set_log_rtt", 0)
+    log_table("log_er", "hdr.fg.rate_kbps", 32, "set_log_er", window_base_key())
+    log_table("log_rtt", "meta.fc.log_in_rtt", 32, "set_log_rtt", 0)
+    log_table("log_rtt_min", "meta.bridge.fc_rtt_min_us", 32, "set_log_rtt_min", 0)
     log_table("log_mapr", "log_in_mapr", 32, "set_log_mapr", 0)
     log_table(
         "log_dpf",

@@ -22,8 +22,8 @@
 #include <tna.p4>
 #endif
 
-/* FICCRD does not fit one Tofino pipe yet (35 stages of 12: docs/hardware.md,
- * Resources), so this program compiles without it unless asked for with
+/* FICCRD does not fit one Tofino pipe yet (21 stages of 12: docs/hardware.md,
+ * Fitting FICCRD), so this program compiles without it unless asked for with
  * -DFG_TNA_WITH_FICCRD (make build-tna TNA_VARIANT=full, make tna-report). */
 #ifndef FG_TNA_WITH_FICCRD
 #ifndef FG_TNA_NO_FICCRD
@@ -117,6 +117,16 @@ control FgIngress(inout tna_headers_t hdr,
         } else {
             meta.anomaly = meta.sanity_anomaly;
         }
+#ifndef FG_TNA_NO_FICCRD
+        /* FICCRD's roles and turnaround do not wait for the verdicts above
+         * (fairgate.p4 runs it only for packets not dropped): what it does to a
+         * packet that is dropped anyway is lost with it, and this way its
+         * tables follow routing instead of the admission chain. Admission only
+         * sees TCP, FICCRD moves only UDP RDs, so the two do not interact. */
+        if (ig_tm_md.ucast_egress_port < FG_MAX_PORTS && (hdr.tcp.isValid() || hdr.fg_rd.isValid())) {
+            ficcrd.apply(hdr, meta, ig_intr_md, ig_tm_md);
+        }
+#endif
         if (meta.sanity_drop == 0 && meta.no_route == 0 && meta.syn_drop == 0) {
             if (ig_tm_md.ucast_egress_port < FG_MAX_PORTS) {
 #ifndef FG_TNA_NO_ADMISSION
@@ -124,11 +134,6 @@ control FgIngress(inout tna_headers_t hdr,
                  * sees TCP, FICCRD only moves UDP RDs to another port. */
                 if (hdr.tcp.isValid()) {
                     admission.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
-                }
-#endif
-#ifndef FG_TNA_NO_FICCRD
-                if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
-                    ficcrd.apply(hdr, meta, ig_intr_md, ig_tm_md);
                 }
 #endif
 #ifndef FG_TNA_NO_TELEMETRY
@@ -160,29 +165,32 @@ control FgEgress(inout tna_headers_t hdr,
     RateFeedback() feedback;
 #endif
 
+    RateWrite() rate_write;
+
     apply {
 #ifndef FG_TNA_NO_FEEDBACK
-        /* Before FICCRD here (after it in fairgate.p4): feedback only stamps
-         * data packets, FICCRD only RDs and TCP, so the order does not matter,
-         * and this way the compiler need not chain the two. */
+        /* Before FICCRD, as in fairgate.p4: feedback only stamps data
+         * packets, FICCRD only RDs and TCP; both leave the rate itself to
+         * RateWrite, the one writer of rate_kbps. */
         feedback.apply(hdr, meta, eg_intr_md);
 #endif
-        if (eg_intr_md.egress_port < FG_MAX_PORTS) {
 #ifndef FG_TNA_NO_TELEMETRY
-            /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
-            if (meta.is_rd_clone == 0) {
-                departures.apply(hdr, meta, eg_intr_md);
-            }
+        /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
+        if (eg_intr_md.egress_port < FG_MAX_PORTS && meta.is_rd_clone == 0) {
+            departures.apply(hdr, meta, eg_intr_md);
+        }
 #endif
 #ifndef FG_TNA_NO_FICCRD
-            if (hdr.tcp.isValid() || hdr.fg_rd.isValid() || meta.is_rd_clone == 1) {
-                ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
-            }
+        /* Not behind a condition: FICCRD gates each side effect itself (its
+         * roles, the port range), so that its arithmetic starts at stage 0. */
+        ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
 #endif
+        /* A UDP checksum of 0 means none and stays 0 when the rate header is
+         * rewritten (v1model tests it after the rewrite); RateWrite copies it. */
+        if (hdr.udp.isValid() && hdr.udp.checksum != 0) {
+            meta.udp_has_csum = 1;
         }
-        if (meta.fg_rewritten == 1 && hdr.udp.checksum != 0) {
-            meta.udp_csum_update = 1;
-        }
+        rate_write.apply(hdr, meta, eg_intr_md);
     }
 }
 

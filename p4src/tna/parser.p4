@@ -259,11 +259,17 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.udp_csum_update = 0;
         meta.tcp_csum_update = 0;
         meta.ipv4_csum_update = 0;
+        meta.udp_has_csum = 0;
         meta.dropped = 0;
         meta.udp_residual = 0;
         meta.tcp_residual = 0;
         meta.fair_rate_kbps = 0;
         meta.port_congested = 0;
+        meta.fb_hit = 0;
+        meta.port_congested_flag = 0;
+        meta.fb_data = 0;
+        meta.er_lower = 0;
+        meta.er_rate = 0;
         meta.queue_bucket = 0;
         meta.rtt_bucket = 0;
         meta.mirror_session = 0;
@@ -278,10 +284,14 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc.rtt_new = 0;
         meta.fc.shift_in = 0;
         meta.fc.now_us = 0;
-        meta.fc.syn_rtt = 0;
+        meta.fc.stamp_us = 0;
+        meta.fc.syn_us = 0;
+        meta.fc.closed_bytes = 0;
+        meta.fc.new_window = 0;
+        meta.fc.shift = 0;
+        meta.fc.log_in_rtt = 0;
         meta.fc.sample = 0;
         meta.fc.sample_delta = 0;
-        meta.fc.log_window = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             FG_TNA_MIRRORED: parse_rd_mirror;
             default: parse_bridge;

@@ -7,6 +7,9 @@
 
 #include "include/headers.p4"
 
+/* 14 Ethernet + 20 IPv4 + 8 UDP + 28 fg_rate_t + 8 fg_rd_t */
+#define FG_RD_IP_BYTES 64
+
 /* First byte of what the egress parser sees before the packet. */
 #define FG_TNA_BRIDGED 1
 #define FG_TNA_MIRRORED 2
@@ -16,8 +19,9 @@
 #define FG_TNA_TICK_SHIFT 10
 /* MAPR: a 16-sample moving sum per queue (see ficcrd.p4). */
 #define FG_TNA_MAPR_SAMPLES 256
-/* flow_log_window of a flow without an ER (v1model: ER all-ones). */
-#define FG_TNA_NO_ER 0xffff
+/* ficcrd_flow_rwnd of a flow without an ER (v1model: ER all-ones): no
+ * window is larger, so nothing is rewritten. */
+#define FG_TNA_NO_WINDOW 0xffff
 /* Window scale shift in log units (32 per bit). */
 #define FG_TNA_LOG_ONE_SHIFT 5
 
@@ -67,6 +71,13 @@ struct fg_window_pair_t {
     bit<32> bytes;
 }
 
+/* A per-flow value with the flow key it belongs to: the stateful ALU checks
+ * the key itself. */
+struct fg_key_pair_t {
+    bit<32> key;
+    bit<32> value;
+}
+
 /* FICCRD values that its RegisterActions read (metadata, so that the
  * parser initialises them). */
 struct fg_ficcrd_scratch_t {
@@ -78,10 +89,14 @@ struct fg_ficcrd_scratch_t {
     bit<32> rtt_new;      /* an RD's round trip */
     bit<8>  shift_in;     /* the receiver's window scale (SYN-ACK) */
     bit<32> now_us;       /* egress clock, 1.024 us ticks */
-    bit<32> syn_rtt;      /* handshake round trip */
+    bit<32> stamp_us;     /* an RD clone's time stamp: when it was queued */
+    bit<32> syn_us;       /* when the flow's SYN left (0: none to take) */
+    bit<32> closed_bytes; /* bytes of the rate window a packet closed */
+    bit<16> new_window;   /* receive window an RD gives its flow */
+    bit<32> shift;        /* the flow's window scale (an RD's lookup) */
+    bit<32> log_in_rtt;   /* an RD's round trip + the handshake's */
     bit<32> sample;       /* APR sample for MAPR */
     bit<32> sample_delta; /* sample - the sample it replaces */
-    bit<16> log_window;   /* log2(ER x RTT) key of an RD (log units) */
 }
 
 struct tna_headers_t {
@@ -124,11 +139,17 @@ struct tna_egress_meta_t {
     bit<1>  udp_csum_update;
     bit<1>  tcp_csum_update;
     bit<1>  ipv4_csum_update;
+    bit<1>  udp_has_csum;        /* the UDP checksum is not 0 (not 'none') */
     bit<1>  dropped;
     bit<16> udp_residual;        /* UDP checksum without the rewritable fg fields */
     bit<16> tcp_residual;        /* TCP checksum without the window */
     bit<32> fair_rate_kbps;
     bit<1>  port_congested;
+    bit<1>  fb_hit;              /* port_feedback has an entry */
+    bit<8>  port_congested_flag; /* FG_FLAG_CONGESTED or 0 */
+    bit<1>  fb_data;             /* a data packet RateFeedback may stamp */
+    bit<1>  er_lower;            /* FICCRD core: ER > this queue's */
+    bit<32> er_rate;
     bit<8>  queue_bucket;
     bit<8>  rtt_bucket;
     MirrorId_t mirror_session;

@@ -70,6 +70,28 @@ def test_window_error_bound_random() -> None:
         _check_window(er, rtt, rng.randrange(0, g.FG_TCP_MAX_WSCALE + 1))
 
 
+def test_switch_window_key_equals_the_clamped_model() -> None:
+    """The switch takes max(RTT, rtt_min) after the logs and folds the window
+    scale in before the maxima: the same key as clamping first, exhaustively
+    over bucket edges and randomly over the full 32-bit range."""
+    rng = random.Random(7)
+    edges = _edges()
+    cases = [
+        (rng.choice(edges), rng.choice(edges), rng.choice(edges), rng.randrange(15))
+        for _ in range(50_000)
+    ] + [
+        (rng.randrange(1 << 32), rng.randrange(1 << 32), rng.randrange(1 << 32), rng.randrange(15))
+        for _ in range(50_000)
+    ]
+    cases += [(0, 0, 0, 0), (1, 0, 0, 14), (5, 0, 1, 3), (7, 100, 0, 0)]
+    for er, rtt, rtt_min, shift in cases:
+        key = t.window_key_switch(er, rtt, rtt_min, shift)
+        assert key == t.window_key(er, max(rtt, rtt_min), shift), (er, rtt, rtt_min, shift)
+        # in the switch's unsigned 16-bit field, never below the exp table's
+        # keys (above them its default, the largest window, applies)
+        assert t.window_keys().start <= key < 1 << 16
+
+
 def test_window_floor_and_ceiling() -> None:
     # far below the floor: 2920 >> shift (1 at shift 14), within the bound
     for shift in range(g.FG_TCP_MAX_WSCALE + 1):
