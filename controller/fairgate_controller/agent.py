@@ -148,6 +148,10 @@ class SwitchAgent:
     wall: Callable[[], float] = time.time
     # Sets the switch's egress queues (thrift port, settings); None: leave them.
     queue_setter: Callable[[int, list[QueueSetting]], None] | None = None
+    # Reads whole registers (thrift port, names) -> name -> cells; None: no reads.
+    register_reader: Callable[[int, list[str]], dict[str, list[int]]] | None = None
+    # FICCRD's registers (fc.REGISTERS) as last read; None: not read (yet, or failed)
+    ficcrd_regs: dict[str, list[int]] | None = None
     rate_ctl: dict[int, RateController] = field(default_factory=dict)
     session_ctl: dict[int, SessionController] = field(default_factory=dict)
     feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
@@ -171,6 +175,11 @@ class SwitchAgent:
         ficcrd = self.config.ficcrd
         self.owned_tables = OWNED_TABLES + (fc.TABLES if ficcrd else ())
         self.counters = COUNTERS + (fc.COUNTERS if ficcrd else ())
+        self.ficcrd_core = (
+            {p.port: p for p in fc.roles(self.topo, self.spec.name, ficcrd).core} if ficcrd else {}
+        )
+        self._reg_task: asyncio.Task[None] | None = None
+        self._reg_failed = False
         # XCP: one controller per port on its own interval (the port's average RTT)
         self.xcp: XcpPorts | None = None
         if self.config.algo == "xcp":
@@ -385,8 +394,31 @@ class SwitchAgent:
                 snap[names[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
         return snap
 
+    async def _read_ficcrd(self, thrift: int) -> None:
+        assert self.register_reader is not None
+        try:
+            self.ficcrd_regs = await asyncio.to_thread(
+                self.register_reader, thrift, list(fc.REGISTERS)
+            )
+            self._reg_failed = False
+        except (SwitchCliError, OSError, subprocess.SubprocessError) as exc:
+            self.ficcrd_regs = None  # records leave MAPR/DPF out, never a stale value
+            if not self._reg_failed:
+                LOG.warning("%s: FICCRD registers not read over Thrift: %s", self.spec.name, exc)
+            self._reg_failed = True
+
+    def _start_ficcrd_read(self) -> None:
+        """FICCRD's registers, read over Thrift in the background (a CLI run takes
+        longer than a period): each record carries the newest completed read."""
+        thrift = self.spec.thrift_port
+        if not self.ficcrd_core or self.register_reader is None or thrift is None:
+            return
+        if self._reg_task is None or self._reg_task.done():
+            self._reg_task = asyncio.create_task(self._read_ficcrd(thrift))
+
     async def step(self, sw: fy.Switch) -> None:
         now = self.clock()
+        self._start_ficcrd_read()
         snap = await self.read_snapshot(sw)
         xcp_writes, xcp_info = self.xcp.step(snap, now) if self.xcp else ([], {})
         if xcp_writes:
@@ -454,6 +486,9 @@ class SwitchAgent:
             }
             if self.config.ficcrd is not None:
                 record.update(fc.port_events(delta, port.port))
+                core = self.ficcrd_core.get(port.port)
+                if core is not None:
+                    record.update(fc.core_state(core, self.config.ficcrd, self.ficcrd_regs))
             if xcp_info and port.port in xcp_info:
                 record.update(xcp_info[port.port])
             ctl = self.rate_ctl.get(port.port)
