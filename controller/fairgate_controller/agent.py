@@ -152,6 +152,9 @@ class SwitchAgent:
     register_reader: Callable[[int, list[str]], dict[str, list[int]]] | None = None
     # FICCRD's registers (fc.REGISTERS) as last read; None: not read (yet, or failed)
     ficcrd_regs: dict[str, list[int]] | None = None
+    # at most one register read started per this many seconds (a CLI run costs a
+    # Python process; the switches share the lab's CPUs)
+    register_read_every_s: float = 0.5
     rate_ctl: dict[int, RateController] = field(default_factory=dict)
     session_ctl: dict[int, SessionController] = field(default_factory=dict)
     feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
@@ -179,6 +182,7 @@ class SwitchAgent:
             {p.port: p for p in fc.roles(self.topo, self.spec.name, ficcrd).core} if ficcrd else {}
         )
         self._reg_task: asyncio.Task[None] | None = None
+        self._reg_started = -math.inf
         self._reg_failed = False
         # XCP: one controller per port on its own interval (the port's average RTT)
         self.xcp: XcpPorts | None = None
@@ -409,11 +413,16 @@ class SwitchAgent:
 
     def _start_ficcrd_read(self) -> None:
         """FICCRD's registers, read over Thrift in the background (a CLI run takes
-        longer than a period): each record carries the newest completed read."""
+        longer than a period), at most every ``register_read_every_s``: each record
+        carries the newest completed read."""
         thrift = self.spec.thrift_port
         if not self.ficcrd_core or self.register_reader is None or thrift is None:
             return
+        now = self.clock()
+        if now - self._reg_started < self.register_read_every_s:
+            return
         if self._reg_task is None or self._reg_task.done():
+            self._reg_started = now
             self._reg_task = asyncio.create_task(self._read_ficcrd(thrift))
 
     async def step(self, sw: fy.Switch) -> None:

@@ -99,7 +99,7 @@ def _agent(reader: Callable[[int, list[str]], dict[str, list[int]]]) -> SwitchAg
     )
 
 
-def _three_steps(a: SwitchAgent) -> None:
+def _three_steps(a: SwitchAgent, dt: float) -> None:
     async def scenario() -> None:
         fake = FakeP4Runtime()
         async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
@@ -108,7 +108,7 @@ def _three_steps(a: SwitchAgent) -> None:
                 await a.step(sw)
                 if a._reg_task is not None:
                     await a._reg_task
-                a.clock.t += 0.1
+                a.clock.t += dt
 
     run(scenario())
 
@@ -121,8 +121,8 @@ def test_agent_records_mapr_and_dpf_of_core_ports() -> None:
         return {"ficcrd_mapr": [0, 0, 0, 900], "ficcrd_queue_seen": [0, 0, 0, 10]}
 
     a = _agent(reader)
-    _three_steps(a)
-    assert calls and calls[0] == (9090, list(fc.REGISTERS))
+    _three_steps(a, 0.1)
+    assert calls == [(9090, list(fc.REGISTERS))]  # one read per register_read_every_s
     rec = a.recorder.latest[("s1", 3)]
     assert rec["ficcrd_mapr_kbps"] == 900 and rec["ficcrd_queue_pkts"] == 10
     assert rec["ficcrd_dpf"] == fc.dpf_lookup(fc.dpf_levels(64), 10).dpf / g.FG_DPF_ONE
@@ -130,12 +130,16 @@ def test_agent_records_mapr_and_dpf_of_core_ports() -> None:
 
 
 def test_a_failed_read_is_logged_once_and_left_out(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[int] = []
+
     def reader(port: int, names: list[str]) -> dict[str, list[int]]:
+        calls.append(port)
         raise SwitchCliError("simple_switch_CLI: connection refused")
 
     a = _agent(reader)
     with caplog.at_level(logging.WARNING, logger="fairgate.controller"):
-        _three_steps(a)
+        _three_steps(a, 1.0)
+    assert len(calls) == 3  # every step tried again
     warned = [r for r in caplog.records if "FICCRD registers not read" in r.getMessage()]
     assert len(warned) == 1
     rec = a.recorder.latest[("s1", 3)]
