@@ -74,11 +74,22 @@ def parser() -> argparse.ArgumentParser:
         type=period_arg,
         default=0.1,
         metavar="SECONDS|auto",
-        help="control period; 'auto' follows the mean RTT carried by packets within "
+        help="control period; 'auto': every port on its own timer, its interval the mean "
+        "RTT carried by its packets in its last interval (0.05 s before any), within "
         "--period-min/--period-max (default: 0.1)",
     )
-    p.add_argument("--period-min", type=float, default=0.02, help="lower bound for auto (s)")
-    p.add_argument("--period-max", type=float, default=1.0, help="upper bound for auto (s)")
+    p.add_argument(
+        "--period-min",
+        type=float,
+        default=0.001,
+        help="lower bound for auto (s; default 0.001: the RTT histogram's first bucket)",
+    )
+    p.add_argument(
+        "--period-max",
+        type=float,
+        default=1.0,
+        help="upper bound for auto (s; default 1: RTTs above the histogram's 1 s overflow)",
+    )
     p.add_argument(
         "--session-window",
         type=float,

@@ -7,10 +7,14 @@ computed rates and admit rates. A controller that restarts finds the rates on
 the switch and continues from them; a switch that restarts gets its pipeline
 (finsy pushes it when the switch has none) and the last state back.
 
-Then, every period: one Read of the counter arrays, deltas against the last
-read, one PortMeasurement per port, the configured algorithm per port, one
-batched MODIFY of every port's rate and congestion flag, and meter writes for
-admit rates that changed. A backup controller (lower election id) reads
+Then every output port runs on its own timer: its control interval is the
+average RTT d carried by the packets through it in its last interval (Lestas
+et al.; d(0) = 0.05 s, kept while no packet carries one), or the fixed
+``--period``. The loop wakes when the earliest port is due, makes one Read of
+the counter arrays, and for every port that is due: deltas against that
+port's own last read, one PortMeasurement, the configured algorithm, one
+batched MODIFY of the due ports' rates and congestion flags, and meter writes
+for admit rates that changed. A backup controller (lower election id) reads
 nothing and writes nothing.
 """
 
@@ -43,13 +47,16 @@ from fairgate_controller.records import Recorder
 from fairgate_controller.routes import compute_routes
 from fairgate_controller.telemetry import (
     COUNTERS,
+    SIM_QUEUE_DROPS,
     XCP_COUNTERS,
+    QueueDropEstimator,
     Snapshot,
     counter_deltas,
     event_count,
     measure_port,
     queue_buckets,
     queue_overflow,
+    queue_top_pkts,
     rtt_buckets,
 )
 from fairgate_controller.thrift_cli import QueueSetting, SwitchCliError
@@ -61,6 +68,10 @@ from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
 LOG = logging.getLogger("fairgate.controller")
 
 Algo = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
+INITIAL_INTERVAL_S = 0.05
+"""d(0) of Lestas et al.: a port's control interval before any packet carried an RTT."""
+DUE_SLACK_S = 0.001
+"""Ports due within this of a read are served by it (one Read for ports whose timers agree)."""
 OWNED_TABLES = (
     g.TABLE_IPV4_ROUTES,
     g.TABLE_PORT_FEEDBACK,
@@ -78,8 +89,10 @@ class ControlConfig:
 
     algo: Algo = "qfcp"
     session: Literal["off", "strategy1", "strategy2"] = "off"
-    period_s: float | None = 0.1  # None: follow the measured mean RTT
-    period_min_s: float = 0.02
+    period_s: float | None = 0.1  # None: every port follows its measured mean RTT
+    # Bounds of a port's interval in "auto"; the defaults are what the data plane forces:
+    # the RTT histogram's range (bucket 0 ends at 1 ms, RTTs above 1 s overflow).
+    period_min_s: float = 0.001
     period_max_s: float = 1.0
     session_window_s: float = 1.0
     session_completions: Literal["reverse", "same"] = "reverse"
@@ -159,8 +172,16 @@ class SwitchAgent:
     session_ctl: dict[int, SessionController] = field(default_factory=dict)
     feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
     admit: dict[int, float | None] = field(default_factory=dict)
-    prev: Snapshot | None = None
+    prev: Snapshot | None = None  # the last read; None: re-baseline at the next one
     prev_t: float = 0.0
+    # Per port: the read its next delta starts from, when it is due, its interval d
+    # and the estimator of its queue's drops.
+    port_prev: dict[int, tuple[Snapshot, float]] = field(default_factory=dict)
+    port_due: dict[int, float] = field(default_factory=dict)
+    interval: dict[int, float] = field(default_factory=dict)
+    drop_est: dict[int, QueueDropEstimator] = field(default_factory=dict)
+    # XCP's updates (xcp_ports.py) not yet written into a port's period record
+    xcp_pending: dict[int, dict[str, Any]] = field(default_factory=dict)
     periods: int = 0
     resets: int = 0
     errors: int = 0
@@ -174,7 +195,7 @@ class SwitchAgent:
         self.qbuckets = queue_buckets(depth, self.config.queue_target_pkts())
         self.rbuckets = rtt_buckets()
         self.windows = {p.port: _SessionWindow() for p in self.ports if p.admission}
-        self.period_s = self.config.period_s or self.config.period_max_s
+        self.period_s = self.config.period_s or INITIAL_INTERVAL_S
         ficcrd = self.config.ficcrd
         self.owned_tables = OWNED_TABLES + (fc.TABLES if ficcrd else ())
         self.counters = COUNTERS + (fc.COUNTERS if ficcrd else ())
@@ -233,7 +254,18 @@ class SwitchAgent:
                 LOG.error(
                     "%s: P4Runtime request refused, retrying next period: %s", self.spec.name, exc
                 )
-            await asyncio.sleep(max(0.0, self.period_s - (self.clock() - started)))
+            await asyncio.sleep(max(0.0, self.next_wakeup(started) - self.clock()))
+
+    def next_wakeup(self, started: float) -> float:
+        """When the loop reads next: the earliest port deadline, or one default
+        interval after `started` while there is no baseline; with XCP also its tick."""
+        if self.prev is None or not self.port_due:
+            due = started + self.period_s
+        else:
+            due = min(self.port_due.values())
+        if self.xcp is not None:
+            due = min(due, started + self.xcp_tick_s())
+        return due
 
     def queue_settings(self) -> list[QueueSetting]:
         """The egress queues this switch must hold (host ports and links' data ends)."""
@@ -432,57 +464,119 @@ class SwitchAgent:
         xcp_writes, xcp_info = self.xcp.step(snap, now) if self.xcp else ([], {})
         if xcp_writes:
             await sw.modify(xcp_writes)
+        self.xcp_pending.update(xcp_info)
         if self.xcp is not None:
-            self._xcp_tick()
-        if self.prev is None:
-            self.prev, self.prev_t = snap, now
-            return
-        delta, reset = counter_deltas(self.prev, snap)
-        period = now - self.prev_t
-        self.prev, self.prev_t = snap, now
-        if reset:
-            self.resets += 1
-            LOG.warning(
-                "%s: counters went backwards (switch restarted?): re-baselined", self.spec.name
-            )
-            return
-        if period <= 0:
-            return
-        writes, meters = self.compute(delta, period, xcp_info)
-        if self.xcp is not None:
-            self._xcp_tick()  # after compute's _adapt_period: XCP's tick wins
+            self.xcp_tick_s()
+        writes, meters = self.tick(snap, now)
         if writes:
             await sw.modify(writes)
         if meters:
             await sw.modify(meters)
 
+    def interval_of(self, port: int) -> float:
+        """The port's control interval: XCP's own d for an XCP port, else the fixed
+        period, or its d."""
+        if self.xcp is not None and port in self.xcp.ports:
+            return self.xcp.ports[port].ctl.interval_s
+        if self.config.period_s is not None:
+            return self.config.period_s
+        return self.interval.get(port, INITIAL_INTERVAL_S)
+
+    def baseline(self, snap: Snapshot, now: float) -> None:
+        """Start every port's next interval at this read (first read, counter reset)."""
+        self.prev, self.prev_t = snap, now
+        for port in self.ports:
+            self.port_prev[port.port] = (snap, now)
+            self.port_due[port.port] = now + self.interval_of(port.port)
+            self.drop_est[port.port] = QueueDropEstimator()
+
+    def tick(self, snap: Snapshot, now: float) -> tuple[list[Any], list[Any]]:
+        """One read of the counters at `now`: every port whose interval has ended is
+        measured since its own last read and controlled; the others wait. Returns
+        the entities to write (rates, meters). Pure but for the agent's own state."""
+        if self.prev is None:
+            self.baseline(snap, now)
+            return [], []
+        self.prev, self.prev_t = snap, now
+        due = [p.port for p in self.ports if self.port_due.get(p.port, now) <= now + DUE_SLACK_S]
+        groups: dict[int, list[int]] = {}
+        for port in due:
+            groups.setdefault(id(self.port_prev[port][0]), []).append(port)
+        writes: list[Any] = []
+        meters: list[Any] = []
+        for ports in groups.values():
+            before, then = self.port_prev[ports[0]]
+            delta, reset = counter_deltas(before, snap)
+            if reset:
+                self.resets += 1
+                LOG.warning(
+                    "%s: counters went backwards (switch restarted?): re-baselined",
+                    self.spec.name,
+                )
+                self.baseline(snap, now)
+                return [], []
+            if now - then <= 0:
+                continue
+            w, m = self.compute(delta, now - then, ports)
+            writes += w
+            meters += m
+        for port in due:
+            self.port_prev[port] = (snap, now)
+            self.port_due[port] = now + self.interval_of(port)
+        return writes, meters
+
     def compute(
-        self, delta: Snapshot, period: float, xcp_info: dict[int, dict[str, Any]] | None = None
+        self, delta: Snapshot, period: float, ports: list[int] | None = None
     ) -> tuple[list[Any], list[Any]]:
-        """Pure part of a period: measurements -> decisions -> entities to write
-        (``xcp_info``: the XCP updates of this tick, added to the ports' records)."""
+        """Pure part of an interval for `ports` (default: all) that share one delta:
+        measurements -> decisions -> entities to write; each port's next interval
+        (its mean carried RTT) is left in ``interval``. XCP's updates since a port's
+        last record (``xcp_pending``) go into its record."""
         self.periods += 1
         writes: list[Any] = []
         meters: list[Any] = []
-        rtts: list[float] = []
         t = self.wall()
+        chosen = set(ports) if ports is not None else None
+        exact_drops = delta.get(SIM_QUEUE_DROPS)
         for port in self.ports:
+            if chosen is not None and port.port not in chosen:
+                continue
+            arrivals = delta.get(g.COUNTER_PORT_ARRIVALS, {}).get(port.port, (0, 0))
+            departures = delta.get(g.COUNTER_PORT_DEPARTURES, {}).get(port.port, (0, 0))
+            pkt_bytes = departures[1] / departures[0] if departures[0] else 1500.0
+            depth = port.queue_depth or 64
+            seen = queue_top_pkts(delta, port.port, self.qbuckets, depth)
+            est = self.drop_est.setdefault(port.port, QueueDropEstimator())
+            estimate = est.update(arrivals, departures, seen, pkt_bytes)
+            drops = estimate if exact_drops is None else exact_drops.get(port.port, (0, 0))
             m = measure_port(
-                delta, port.port, period, port.capacity_Bps, self.qbuckets, self.rbuckets
+                delta,
+                port.port,
+                period,
+                port.capacity_Bps,
+                self.qbuckets,
+                self.rbuckets,
+                queue_drops=drops,
             )
-            if m.rtt_mean_s:
-                rtts.append(m.rtt_mean_s)
+            if m.rtt_mean_s and self.config.period_s is None:
+                self.interval[port.port] = min(
+                    self.config.period_max_s, max(self.config.period_min_s, m.rtt_mean_s)
+                )
             record: dict[str, Any] = {
                 "t": round(t, 4),
                 "switch": self.spec.name,
                 "port": port.port,
                 "period_s": round(period, 5),
+                "interval_s": self.interval_of(port.port),
                 "capacity_Bps": port.capacity_Bps,
                 "y_Bps": m.y_Bps,
                 "departure_Bps": m.departure_Bps,
                 "arrival_pkts": m.arrival_pkts,
                 "departure_pkts": m.departure_pkts,
                 "drop_pkts": m.drop_pkts,
+                "queue_drop_pkts": m.queue_drop_pkts,
+                "queue_drop_est_pkts": estimate[0],
+                "queue_drops_exact": exact_drops is not None,
                 "queue_mean_bytes": m.queue_mean_bytes,
                 "queue_min_bytes": m.queue_min_bytes,
                 "queue_overflow_pkts": queue_overflow(delta, port.port),
@@ -498,8 +592,8 @@ class SwitchAgent:
                 core = self.ficcrd_core.get(port.port)
                 if core is not None:
                     record.update(fc.core_state(core, self.config.ficcrd, self.ficcrd_regs))
-            if xcp_info and port.port in xcp_info:
-                record.update(xcp_info[port.port])
+            if port.port in self.xcp_pending:
+                record.update(self.xcp_pending.pop(port.port))
             ctl = self.rate_ctl.get(port.port)
             if ctl is not None:
                 d = ctl.update(m)
@@ -518,7 +612,6 @@ class SwitchAgent:
             if meter is not None:
                 meters.append(meter)
             self.recorder.write(record)
-        self._adapt_period(rtts)
         return writes, meters
 
     def completions(self, port: int, delta: Snapshot) -> int:
@@ -564,22 +657,16 @@ class SwitchAgent:
         record["admit_fps"] = admit
         return ent.meter_entry(port, admit, self.config.meter_burst)
 
-    def _xcp_tick(self) -> None:
-        """XCP: the loop ticks at half the shortest port interval (at least
-        period_min), so every port runs within half a tick of its own d."""
+    def xcp_tick_s(self) -> float:
+        """XCP: how often the loop must read so every XCP port runs within half a
+        tick of its own d (half the shortest port interval, at least period_min)."""
         assert self.xcp is not None
         tick = self.xcp.min_interval_s() / 2
         if self.config.period_s is not None:
             tick = min(tick, self.config.period_s)
-        self.period_s = max(self.config.period_min_s, tick)
-        self.xcp.tick_s = self.period_s
-
-    def _adapt_period(self, rtts: list[float]) -> None:
-        if self.config.period_s is not None:
-            return
-        if rtts:
-            mean = sum(rtts) / len(rtts)
-            self.period_s = min(self.config.period_max_s, max(self.config.period_min_s, mean))
+        tick = max(self.config.period_min_s, tick)
+        self.xcp.tick_s = self.period_s = tick
+        return tick
 
 
 def _same_rate(a: float | None, b: float | None) -> bool:

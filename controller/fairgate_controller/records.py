@@ -1,7 +1,11 @@
 """Per-port, per-period records as JSON lines (one object per line).
 
-Fields (SI units): t (wall clock, s), switch, port, period_s, capacity_Bps,
-y_Bps (input rate), departure_Bps, arrival_pkts, departure_pkts, drop_pkts,
+Fields (SI units): t (wall clock, s), switch, port, period_s (since the port's last
+update), interval_s (the port's next control interval), capacity_Bps,
+y_Bps (input rate), departure_Bps, arrival_pkts, departure_pkts, drop_pkts
+(arrivals - departures, clamped at 0: drops plus queue growth), queue_drop_pkts (the
+queue's drops as QFCP used them), queue_drop_est_pkts (the estimate from the counters
+BMv2 has), queue_drops_exact (true when the engine knew them: the simulator),
 queue_mean_bytes, queue_min_bytes, queue_overflow_pkts (packets in the queue
 histogram's open last bucket: the queue estimate saturated), rtt_mean_s (null
 when no packet carried one), syn_admitted, syn_dropped, syn_ungated, fins, rsts; with a rate

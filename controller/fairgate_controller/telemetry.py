@@ -37,13 +37,19 @@ COUNTERS = (
 # read only when a port runs XCP (1024 more entries per read)
 XCP_COUNTERS = (g.COUNTER_XCP_RATIO_HIST,)
 DEFAULT_PKT_BYTES = 1500.0
+SIM_QUEUE_DROPS = "sim.queue_drops"
+"""A counter no P4 program has: packets and bytes each egress queue dropped. An engine
+that knows them exactly (the simulator) adds it to its snapshots; the agent then uses it
+instead of ``QueueDropEstimator``."""
 
 __all__ = (
     "COUNTERS",
     "OVERFLOW_BUCKET",
+    "SIM_QUEUE_DROPS",
     "XCP_COUNTERS",
     "Buckets",
     "HistogramStats",
+    "QueueDropEstimator",
     "Snapshot",
     "counter_deltas",
     "event_count",
@@ -51,6 +57,7 @@ __all__ = (
     "measure_port",
     "queue_buckets",
     "queue_overflow",
+    "queue_top_pkts",
     "rtt_buckets",
     "uniform_queue_buckets",
     "xcp_sample",
@@ -114,6 +121,64 @@ def queue_overflow(delta: Snapshot, port: int) -> int:
     return delta.get(g.COUNTER_QUEUE_DEPTH_HIST, {}).get(index, (0, 0))[0]
 
 
+def queue_top_pkts(delta: Snapshot, port: int, buckets: Buckets, depth_pkts: int) -> float:
+    """The largest queue (packets, the packet itself included) that a packet leaving
+    `port` in the period found: the top of the highest non-empty depth bucket plus
+    one, at most the buffer `depth_pkts`; 0 when nothing left."""
+    base = port << g.FG_HIST_BUCKET_BITS
+    entries = delta.get(g.COUNTER_QUEUE_DEPTH_HIST, {})
+    for b in range(g.FG_HIST_BUCKETS - 1, -1, -1):
+        if entries.get(base + b, (0, 0))[0]:
+            if b >= OVERFLOW_BUCKET:
+                return float(depth_pkts)
+            return float(min(depth_pkts, buckets.bounds[b + 1]))
+    return 0.0
+
+
+class QueueDropEstimator:
+    """Tail drops of one egress queue, from counters BMv2 has.
+
+    BMv2 drops in its queue after ingress and before egress, and no counter sees it.
+    What the counters give exactly is the backlog B = arrivals - departures since the
+    baseline = drops + Q(now) - Q(baseline). The queue at the read, Q(now), is not
+    readable (registers are not, over P4Runtime); the departures' depth histogram says
+    the largest queue a departing packet found, Q_seen. So::
+
+        D(t) = max(D(t - 1), B(t) - Q_seen(t))
+
+    a running count that never goes down, and the period's drops are its increase.
+    Errors: when the queue grew in the last sojourn time beyond what departures saw,
+    the growth counts as drops (at most the growth since the newest departure found
+    the queue, never more than the buffer); drops are exact when the queue is at the
+    buffer at the read (where tail drops happen). A queue non-empty at the baseline
+    makes the count low by that queue. The old rule (per period max(0, A - D)) counted
+    every growth as drops. docs/algorithms.md has measured errors."""
+
+    def __init__(self) -> None:
+        self.backlog_pkts = 0.0
+        self.backlog_bytes = 0.0
+        self.counted_pkts = 0.0
+        self.counted_bytes = 0.0
+
+    def update(
+        self,
+        arrivals: tuple[float, float],
+        departures: tuple[float, float],
+        queue_seen_pkts: float,
+        pkt_bytes: float,
+    ) -> tuple[float, float]:
+        """One period's (packets, bytes) arrived and departed; returns its drops."""
+        self.backlog_pkts += arrivals[0] - departures[0]
+        self.backlog_bytes += arrivals[1] - departures[1]
+        new_pkts = max(0.0, self.backlog_pkts - queue_seen_pkts - self.counted_pkts)
+        new_bytes = max(0.0, self.backlog_bytes - queue_seen_pkts * pkt_bytes - self.counted_bytes)
+        if new_pkts == 0:
+            new_bytes = 0.0
+        self.counted_pkts += new_pkts
+        self.counted_bytes += new_bytes
+        return new_pkts, new_bytes
+
+
 def event_count(delta: Snapshot, port: int, event: int) -> int:
     index = (port << g.FG_SESSION_EVENT_BITS) | event
     return delta.get(g.COUNTER_SESSION_EVENTS, {}).get(index, (0, 0))[0]
@@ -126,7 +191,10 @@ def measure_port(
     capacity_Bps: float,
     qbuckets: Buckets,
     rbuckets: Buckets,
+    queue_drops: tuple[float, float] = (0.0, 0.0),
 ) -> PortMeasurement:
+    """One port's measurement; `queue_drops` (packets, bytes) comes from the caller,
+    which keeps the state to estimate them (``QueueDropEstimator``) or reads them."""
     arr_p, arr_b = delta.get(g.COUNTER_PORT_ARRIVALS, {}).get(port, (0, 0))
     dep_p, dep_b = delta.get(g.COUNTER_PORT_DEPARTURES, {}).get(port, (0, 0))
     pkt_bytes = dep_b / dep_p if dep_p else (arr_b / arr_p if arr_p else DEFAULT_PKT_BYTES)
@@ -139,6 +207,8 @@ def measure_port(
         arrival_pkts=arr_p,
         departure_bytes=dep_b,
         departure_pkts=dep_p,
+        queue_drop_pkts=queue_drops[0],
+        queue_drop_bytes=queue_drops[1],
         queue_mean_bytes=queue.mean * pkt_bytes,
         queue_min_bytes=queue.minimum * pkt_bytes,
         rtt_mean_s=rtt.mean / 1e6 if rtt.count else None,

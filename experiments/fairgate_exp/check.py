@@ -122,6 +122,11 @@ def check(exp: ExperimentFile) -> None:
             raise _err(f'{where}: needs within (e.g. within = "10%")')
         if e.metric in ("utilisation", "jain", "goodput") and e.min is None:
             raise _err(f"{where}: needs min (e.g. min = 0.95)")
+        if e.metric == "flow_number":
+            if e.min is None and e.max is None:
+                raise _err(f"{where}: needs min or max (the equivalent number of flows)")
+            if "rcp" in (e.algorithms or algos):
+                raise _err(f"{where}: rcp estimates no number of flows (qfcp: N, lestas: N-hat)")
         if e.metric == "drops" and e.max is None and e.min is None:
             raise _err(f"{where}: needs max (e.g. max = 0) or min")
         if e.metric == "goodput" and not bulk_names(exp):
@@ -145,6 +150,15 @@ def check(exp: ExperimentFile) -> None:
             _check_path(doc, key)
             if not values:
                 raise _err(f"sweep.grid.{key}: no values")
+        first = next(iter(exp.sweep.grid.values()), [])
+        distinct = len({str(v) for v in first}) == len(first) > 0
+        for key, values in exp.sweep.zip.items():
+            _check_path(doc, key)
+            if not distinct or len(values) != len(first):
+                raise _err(
+                    f"sweep.zip.{key}: needs a [sweep.grid] whose first list has distinct "
+                    f"values and as many as this one ({len(values)})"
+                )
 
 
 def flow_names(exp: ExperimentFile) -> list[str]:

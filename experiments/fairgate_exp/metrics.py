@@ -48,9 +48,13 @@ def port_rows(plan: Plan, records: list[dict[str, Any]]) -> list[dict[str, Any]]
                 "queue_pkts": round(queue_bytes / plan.frame, 3),
                 "queue_bytes": round(queue_bytes, 1),
                 "drops": r["drop_pkts"],
+                # the queue's own drops where the engine knows them (the simulator)
+                "queue_drops": r.get("queue_drop_pkts") if r.get("queue_drops_exact") else None,
                 "arrival_pkts": r["arrival_pkts"],
                 "departure_pkts": r["departure_pkts"],
                 "rate_kbps": r.get("rate_kbps"),
+                # the controller's equivalent number of flows (QFCP's N, Lestas's N-hat)
+                "n": r.get("N", r.get("N_hat")),
             }
         )
     return rows
@@ -62,9 +66,12 @@ def window_drops(rs: list[dict[str, Any]]) -> int:
     departures), which also counts every packet that merely waits in the queue at the end
     of a period; summed over many periods it over-counts.) The queue at the window's ends
     is the mean of its first and last period (the histogram's), so this is exact to
-    about a packet."""
+    about a packet where the buckets are one packet wide (a few packets where they are
+    wider). Where the records carry the queue's exact drops (the simulator's), their sum."""
     if not rs:
         return 0
+    if all(r.get("queue_drops") is not None for r in rs):  # exact (simulator)
+        return round(sum(r["queue_drops"] for r in rs))
     net = sum(r["arrival_pkts"] - r["departure_pkts"] for r in rs)
     growth = rs[-1]["queue_pkts"] - rs[0]["queue_pkts"]
     return max(0, round(net - growth))
@@ -429,6 +436,9 @@ def _judge_one(
             per[lab] = window_drops(rs)
         elif e.metric == "utilisation":
             per[lab] = round(sum(r["util"] for r in rs) / len(rs), 4) if rs else None
+        elif e.metric == "flow_number":
+            ns = [r["n"] for r in rs if r.get("n") is not None]
+            per[lab] = round(sum(ns) / len(ns), 3) if ns else None
         elif e.target is not None:  # queue, in data frames
             q = sum(r["queue_pkts"] for r in rs) / len(rs) if rs else None
             per[lab] = round(q, 2) if q is not None else None
@@ -457,6 +467,21 @@ def _judge_one(
             f">= {e.min:g}",
             {"ports": per},
         )
+    if e.metric == "flow_number":
+        vals = [v for v in per.values() if v is not None]
+        lo = -math.inf if e.min is None else e.min
+        hi = math.inf if e.max is None else e.max
+        want = " and ".join(
+            s
+            for s in (
+                f">= {e.min:g}" if e.min is not None else "",
+                f"<= {e.max:g}" if e.max is not None else "",
+            )
+            if s
+        )
+        mean = round(sum(vals) / len(vals), 3) if vals else None
+        ok = bool(vals) and all(lo <= v <= hi for v in vals)
+        return Verdict(i, "flow_number", algo, win, ok, mean, want, {"ports": per})
     tol = float(e.within or 0.0)
     q_ref = plan.q_ref_pkts if e.target is None else float(units.parse_packets(e.target))
     what = "q_ref" if e.target is None else "the target"

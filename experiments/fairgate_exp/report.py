@@ -106,6 +106,10 @@ def section(results: Path, experiments: Path | None = None) -> str:
         if source:
             lines += [f"Source: {source}.", ""]
         lines += _paper_table(raw.get("paper") or first.get("paper_numbers") or {})
+        sweep = newest_sweep(results, name) if "sweep" in raw else None
+        if sweep is not None:
+            lines += _sweep(sweep, results)
+            continue
         if not by:
             kind = "sweep file" if "sweep" in raw else "file"
             lines += [
@@ -116,6 +120,54 @@ def section(results: Path, experiments: Path | None = None) -> str:
         lines += _records(by, results)
     lines.append(END)
     return "\n".join(lines)
+
+
+def newest_sweep(results: Path, name: str) -> Path | None:
+    """The newest ``results/<name>/sweep-*`` folder with its sweep.json, if any."""
+    dirs = sorted(p.parent for p in (results / name).glob("sweep-*/sweep.json"))
+    return dirs[-1] if dirs else None
+
+
+def _sweep(sweep_dir: Path, results: Path) -> list[str]:
+    """One row per point and algorithm: the swept values, each measured port's
+    utilisation, queue (data-frame packets) and drops in the judged window (from the
+    point's summary.json), and the point's verdicts."""
+    try:
+        doc = json.loads((sweep_dir / "sweep.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return [f"Unreadable sweep record `{_rel(sweep_dir, results)}`.", ""]
+    keys = [*doc.get("grid", {}), *doc.get("zip", {})]
+    points: dict[str, dict[str, Any]] = {}
+    for row in doc.get("rows", []):
+        pt = points.setdefault(row["run"], {"values": [row.get(k) for k in keys], "v": {}})
+        pt["v"].setdefault(row["algo"], []).append(row)
+    lines = [
+        f"Sweep record `{_rel(sweep_dir, results)}` ({len(points)} points, "
+        f"{doc.get('elapsed_s')} s wall); each point is a run record beside it.",
+        "",
+        "| " + " | ".join(keys) + " | algorithm | port | utilisation | queue (pkt) | drops "
+        "| verdicts |",
+        "|" + "---|" * (len(keys) + 6),
+    ]
+    for run, pt in points.items():
+        try:
+            summary = json.loads((sweep_dir.parent / run / "summary.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            summary = {}
+        for algo, verdicts in pt["v"].items():
+            ports = summary.get("results", {}).get(algo, {}).get("ports", {}) or {"-": {}}
+            cells = "; ".join(
+                f"{v['metric']} {'pass' if v['passed'] else '**FAIL**'} {_fmt(v['measured'])}"
+                for v in verdicts
+            )
+            for lab, p in ports.items():
+                figs = [_fmt(p[k]) if p.get(k) is not None else "-" for k in _PORT_FIGS]
+                values = " | ".join(_fmt(v) for v in pt["values"])
+                lines.append(f"| {values} | {algo} | {lab} | " + " | ".join(figs) + f" | {cells} |")
+    return [*lines, ""]
+
+
+_PORT_FIGS = ("util", "queue_pkts", "drops")
 
 
 def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[str]:
@@ -292,6 +344,23 @@ def _tcp_rows(
             lambda t: (t.get("every_flow") or {}).get("mean_fct_short_s"),
         ),
     ]
+    bins: list[str] = []  # QFCP Fig. 1(b): mean FCT per size class, over every flow
+    for s in by.values():
+        for res in s["results"].values():
+            for t in res.get("tcp", {}).values():
+                sizes = (t.get("every_flow") or {}).get("mean_fct_by_size_segments", {})
+                bins += [b for b in sizes if b not in bins]
+    bins.sort(key=lambda b: int(b.split("-")[0]))
+    for b in bins:
+        figures.append(
+            (
+                f"mean FCT s, {b} segments (all)",
+                lambda t, b=b: (
+                    (t.get("every_flow") or {}).get("mean_fct_by_size_segments", {}).get(b)
+                    or [None, None]
+                )[1],
+            )
+        )
     for g in gens:
         for label, get in figures:
             cells = []

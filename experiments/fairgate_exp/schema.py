@@ -98,9 +98,11 @@ class ExperimentInfo(Strict):
 
 
 class Control(Strict):
-    period: PeriodStr = "auto"  # "auto": the mean carried RTT, within [period_min, period_max]
-    period_min: PosTimeStr = "40ms"
-    period_max: PosTimeStr = "200ms"
+    # "auto": every port on its own timer, the mean RTT its packets carried (Lestas's d),
+    # within [period_min, period_max]: by default the RTT histogram's range (1 ms - 1 s)
+    period: PeriodStr = "auto"
+    period_min: PosTimeStr = "1ms"
+    period_max: PosTimeStr = "1s"
     session_window: PosTimeStr = "2s"  # session control's measurement window
     q_ref: PktStr = "10pkt"  # Lestas's queue target (packets of 1500 B)
     initial_rate: RateStr = "400kbit/s"  # what senders start at
@@ -260,6 +262,7 @@ Metric = Literal[
     "fct",
     "goodput",
     "convergence",
+    "flow_number",
 ]
 
 
@@ -282,6 +285,9 @@ class Expect(Strict):
 
 class Sweep(Strict):
     grid: dict[str, list[Any]] = Field(default_factory=dict)  # "links.0.capacity" -> values
+    # Paths whose lists (all of the first grid list's length) vary together with the first
+    # grid key: point i takes value i of each ("flows.0.stagger" beside "links.0.delay").
+    zip: dict[str, list[Any]] = Field(default_factory=dict)
 
 
 class Ficcrd(Strict):

@@ -18,9 +18,20 @@ from typing import Any
 from fairgate_exp.load import read_toml, resolve_path, validate
 
 
-def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def grid_points(
+    grid: dict[str, list[Any]], zipped: dict[str, list[Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The cartesian product of the grid; ``zipped`` lists follow the first grid key's
+    value (its index), so they vary together with it."""
     keys = list(grid)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+    first = grid[keys[0]] if keys else []
+    out = []
+    for combo in itertools.product(*grid.values()):
+        point = dict(zip(keys, combo, strict=True))
+        i = first.index(combo[0]) if keys else 0
+        point.update({k: v[i] for k, v in (zipped or {}).items()})
+        out.append(point)
+    return out
 
 
 def apply(doc: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +86,7 @@ def run_sweep(
     from fairgate_exp.check import check
 
     check(exp)
-    points = grid_points(exp.sweep.grid)
+    points = grid_points(exp.sweep.grid, exp.sweep.zip)
     algos = algos or list(exp.experiment.algorithms)
     name = exp.experiment.name or path.stem
     jobs = [(apply(doc, pt), str(path), scale, algos, str(results)) for pt in points]
@@ -125,6 +136,7 @@ def run_sweep(
             {
                 "experiment": name,
                 "grid": exp.sweep.grid,
+                "zip": exp.sweep.zip,
                 "algos": algos,
                 "scheduler": scheduler,
                 "workers": workers,

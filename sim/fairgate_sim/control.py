@@ -1,11 +1,13 @@
 """The controller in the simulator: the real agent's ``SwitchAgent.compute`` per switch.
 
-Once per control period (the agent's ``period_s``, which follows the carried RTT when
-``ControlConfig.period_s`` is None) the adapter reads the switch's counters as a
-``Snapshot``, takes ``counter_deltas`` against the previous read and hands them to
-``SwitchAgent.compute`` -- the same measure_port -> algorithm -> record path as on
-BMv2 -- then applies what the agent would write: every port's ``port_feedback``
-entry (from ``agent.feedback``) and the SYN meters it returned. Only the I/O is
+Whenever one of a switch's ports is due (every port has its own timer: the fixed
+``ControlConfig.period_s``, or the mean RTT its packets carried in its last interval
+when that is None) the adapter reads the switch's counters as a ``Snapshot`` and hands
+it to ``SwitchAgent.tick`` -- the same per-port deltas -> measure_port -> algorithm ->
+record path as on BMv2 -- then applies what the agent would write: every port's
+``port_feedback`` entry (from ``agent.feedback``) and the SYN meters it returned.
+The snapshot also carries the queues' exact drops (``SIM_QUEUE_DROPS``), which the
+agent uses instead of its estimate from arrivals and departures. Only the I/O is
 replaced; P4Runtime latency is taken as zero. With ``ControlConfig.ficcrd`` the
 switches get the controller's FICCRD table entries and clone sessions
 (``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
@@ -55,7 +57,6 @@ class SimController:
     recorder: MemoryRecorder = field(default_factory=MemoryRecorder)
     start_s: float = 0.0
     agents: dict[str, SwitchAgent] = field(default_factory=dict)
-    _prev: dict[str, tuple[Snapshot, float]] = field(default_factory=dict)
     xcp: dict[tuple[str, int], XcpController] = field(default_factory=dict)
     xcp_records: list[dict[str, Any]] = field(default_factory=list)
     _xcp_prev: dict[tuple[str, int], tuple[float, Snapshot]] = field(default_factory=dict)
@@ -147,22 +148,17 @@ class SimController:
     def _period(self, name: str) -> None:
         clock = self.net.clock
         agent, sw = self.agents[name], self.net.switches[name]
-        snap, now = sw.snapshot(), clock.now
-        prev = self._prev.get(name)
-        self._prev[name] = (snap, now)
-        if prev is not None and now > prev[1]:
-            delta, reset = counter_deltas(prev[0], snap)
-            if not reset:
-                info = self._xcp_info.pop(name, None)
-                fic = self.ficcrd.get(name)
-                if fic is not None:  # what the BMv2 agent reads over Thrift
-                    agent.ficcrd_regs = {
-                        "ficcrd_mapr": list(fic.mapr),
-                        "ficcrd_queue_seen": list(fic.queue_seen),
-                    }
-                _writes, meters = agent.compute(delta, now - prev[1], info)
-                self._apply(agent, sw, meters)
-        clock.after(agent.period_s, self._period, name)
+        now = clock.now
+        agent.xcp_pending.update(self._xcp_info.pop(name, {}))
+        fic = self.ficcrd.get(name)
+        if fic is not None:  # what the BMv2 agent reads over Thrift
+            agent.ficcrd_regs = {
+                "ficcrd_mapr": list(fic.mapr),
+                "ficcrd_queue_seen": list(fic.queue_seen),
+            }
+        _writes, meters = agent.tick(sw.snapshot(), now)
+        self._apply(agent, sw, meters)
+        clock.at(max(agent.next_wakeup(now), now + 1e-6), self._period, name)
 
     def _apply(self, agent: SwitchAgent, sw: SimSwitch, meters: list[Any]) -> None:
         if self.config.algo != "none":

@@ -50,6 +50,7 @@ class PortParams:
 class PortStats:
     sent: int = 0
     dropped: int = 0
+    dropped_bytes: int = 0
     sent_bytes: int = 0
     max_queue: int = 0
 
@@ -87,6 +88,7 @@ class OutputPort:
         p = self.params
         if depth >= p.depth:
             self.stats.dropped += 1
+            self.stats.dropped_bytes += pkt.size
             return False
         if p.rate_pps is not None:
             service, wire = 1.0 / p.rate_pps, 0.0

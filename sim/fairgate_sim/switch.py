@@ -23,7 +23,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from fairgate_controller.telemetry import Buckets, Snapshot
+from fairgate_controller.telemetry import SIM_QUEUE_DROPS, Buckets, Snapshot
 from fairgate_p4 import generated as g
 from fairgate_p4.header import (
     _PACKER,
@@ -162,6 +162,10 @@ class SimSwitch:
             g.COUNTER_QUEUE_DEPTH_HIST: {i: (n, 0) for i, n in enumerate(self.qhist)},
             g.COUNTER_RTT_HIST: {i: (n, 0) for i, n in enumerate(self.rhist)},
             g.COUNTER_SESSION_EVENTS: {i: (n, 0) for i, n in enumerate(self.events)},
+            # Not a P4 counter: what the simulator knows and BMv2 cannot count.
+            SIM_QUEUE_DROPS: {
+                i: (p.stats.dropped, p.stats.dropped_bytes) for i, p in self.ports.items()
+            },
         }
         if self.xcp_factors:  # the agent reads xcp_ratio_hist only when it runs XCP
             snap[g.COUNTER_XCP_RATIO_HIST] = {i: (p, b) for i, (p, b) in enumerate(self.xhist)}

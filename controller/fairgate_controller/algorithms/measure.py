@@ -17,6 +17,8 @@ _COUNT_FIELDS = (
     "departure_pkts",
     "drop_pkts",
     "drop_bytes",
+    "queue_drop_pkts",
+    "queue_drop_bytes",
     "queue_mean_bytes",
     "queue_min_bytes",
     "syn_admitted",
@@ -31,9 +33,12 @@ _COUNT_FIELDS = (
 class PortMeasurement:
     """One output port over one control period (all counts are deltas over the period).
 
-    ``drop_*`` are arrivals minus departures clamped at 0 (BMv2 does not count queue drops);
-    :meth:`from_counters` computes them. ``queue_*_bytes`` come from the queue-depth histogram
-    (packets converted to bytes by the caller). ``rtt_mean_s`` is the mean RTT carried by data
+    ``drop_*`` are arrivals minus departures clamped at 0 (BMv2 does not count queue drops):
+    the period's drops plus the queue's growth; :meth:`from_counters` computes them.
+    ``queue_drop_*`` are the packets the queue dropped in the period, as well as the engine
+    can tell: exact in the simulator, estimated on BMv2 (``telemetry.QueueDropEstimator``).
+    ``queue_*_bytes`` come from the queue-depth histogram (packets converted to bytes by the
+    caller). ``rtt_mean_s`` is the mean RTT carried by data
     packets in the period, or ``None`` when no packet carried one.
     """
 
@@ -45,6 +50,8 @@ class PortMeasurement:
     departure_pkts: float = 0
     drop_pkts: float = 0
     drop_bytes: float = 0
+    queue_drop_pkts: float = 0
+    queue_drop_bytes: float = 0
     queue_mean_bytes: float = 0.0
     queue_min_bytes: float = 0.0
     rtt_mean_s: float | None = None
@@ -91,6 +98,8 @@ class PortMeasurement:
         arrival_pkts: float,
         departure_bytes: float,
         departure_pkts: float,
+        queue_drop_pkts: float = 0,
+        queue_drop_bytes: float = 0,
         queue_mean_bytes: float = 0.0,
         queue_min_bytes: float = 0.0,
         rtt_mean_s: float | None = None,
@@ -110,6 +119,8 @@ class PortMeasurement:
             departure_pkts=departure_pkts,
             drop_pkts=max(0, arrival_pkts - departure_pkts),
             drop_bytes=max(0, arrival_bytes - departure_bytes),
+            queue_drop_pkts=queue_drop_pkts,
+            queue_drop_bytes=queue_drop_bytes,
             queue_mean_bytes=queue_mean_bytes,
             queue_min_bytes=queue_min_bytes,
             rtt_mean_s=rtt_mean_s,
@@ -154,8 +165,9 @@ class PortMeasurement:
 
     @property
     def virtual_queue_bytes(self) -> float:
-        """QFCP's virtual queue: mean queue plus the bytes dropped in the period."""
-        return self.queue_mean_bytes + self.drop_bytes
+        """QFCP's virtual queue: mean queue plus the bytes the queue dropped in the period
+        (not arrivals - departures, which also counts the queue's growth)."""
+        return self.queue_mean_bytes + self.queue_drop_bytes
 
     @property
     def syns_seen(self) -> int:

@@ -15,6 +15,8 @@ def test_rates_and_derived_properties():
         departure_pkts=5,
         drop_bytes=100,
         drop_pkts=1,
+        queue_drop_bytes=40,
+        queue_drop_pkts=1,
         queue_mean_bytes=250.0,
         syn_admitted=3,
         syn_dropped=2,
@@ -27,7 +29,8 @@ def test_rates_and_derived_properties():
     assert m.load == 1.2
     assert m.utilisation == 1.0
     assert m.mean_pkt_bytes == 100.0
-    assert m.virtual_queue_bytes == 350.0
+    # The queue's own drops, not arrivals - departures (which counts its growth too).
+    assert m.virtual_queue_bytes == 290.0
     assert m.syns_seen == 6
     assert m.syns_passed == 4
     assert m.syn_rate_per_s == 12.0

@@ -34,11 +34,19 @@ def test_satisfies_protocol(make):
 
 def test_qfcp_one_step_closed_form():
     c = QfcpController(C)  # R_prev = C
-    d = c.update(_m(arrival_bytes=0.2 * C, queue_mean_bytes=10_000.0, drop_bytes=10_000.0))
+    # 30 kB more arrived than left, of which the queue dropped 10 kB (the rest is growth).
+    d = c.update(
+        _m(
+            arrival_bytes=0.2 * C,
+            queue_mean_bytes=10_000.0,
+            drop_bytes=30_000.0,
+            queue_drop_bytes=10_000.0,
+        )
+    )
     n = 2.0  # y = 2C over R_prev = C
     raw = (C - 0.5 * 20_000.0 / 0.1) / n
     assert d.diagnostics["N"] == pytest.approx(n)
-    assert d.diagnostics["q_bytes"] == pytest.approx(20_000.0)  # queue + dropped bytes
+    assert d.diagnostics["q_bytes"] == pytest.approx(20_000.0)  # queue + the queue's drops
     assert d.rate_Bps == pytest.approx((raw + C) / 2)
     assert d.congested
 
@@ -110,7 +118,13 @@ def test_rtt_absent_zero_tiny_or_huge(make, rtt):
 def test_absurd_counters_keep_rates_finite_and_in_band(make):
     c = make(C)
     absurd = [
-        _m(arrival_bytes=1e300, queue_mean_bytes=1e300, queue_min_bytes=1e300, drop_bytes=1e300),
+        _m(
+            arrival_bytes=1e300,
+            queue_mean_bytes=1e300,
+            queue_min_bytes=1e300,
+            drop_bytes=1e300,
+            queue_drop_bytes=1e300,
+        ),
         _m(period_s=1e-300, arrival_bytes=1e10),  # y overflows to inf
         _m(arrival_bytes=0.0, queue_mean_bytes=0.0),
         _m(capacity_Bps=1e-300, arrival_bytes=1.0),

@@ -385,3 +385,64 @@ def test_records_flag_a_saturated_queue_histogram() -> None:
             assert rec["queue_mean_bytes"] == pytest.approx((0.6 * 11.5 + 0.4 * 64) * 1000)
 
     run(scenario())
+
+
+def test_every_port_runs_on_its_own_interval_the_mean_carried_rtt() -> None:
+    """period auto: d(0) = 0.05 s for every port; then each port's interval is the mean
+    RTT its packets carried (port 3: 20 ms, port 1: 100 ms), port 2 (no RTT carried)
+    keeps 0.05 s, and each port is measured over exactly its own interval."""
+    clock = Clock()
+    agent = agent_for(parse(dumbbell()), clock, algo="lestas", period_s=None)
+    agent.ensure_controllers()
+    rtt_us = {3: 20_000, 1: 100_000}
+    counts = {p: 0 for p in (1, 2, 3)}
+
+    def snap() -> dict[str, dict[int, tuple[int, int]]]:
+        hist = {
+            (p << g.FG_HIST_BUCKET_BITS) | agent.rbuckets.bucket_of(us): (counts[p], 0)
+            for p, us in rtt_us.items()
+        }
+        arrivals = {p: (n, 1000 * n) for p, n in counts.items()}
+        return {
+            g.COUNTER_PORT_ARRIVALS: arrivals,
+            g.COUNTER_PORT_DEPARTURES: dict(arrivals),
+            g.COUNTER_RTT_HIST: hist,
+        }
+
+    def at(t: float) -> None:
+        clock.t = t
+        for p in counts:
+            counts[p] += 10
+        agent.tick(snap(), t)
+
+    at(100.0)  # baseline
+    assert agent.next_wakeup(100.0) == pytest.approx(100.05)
+    at(100.05)  # every port due after d(0)
+    assert agent.interval == {
+        3: pytest.approx(0.02, rel=0.13),
+        1: pytest.approx(0.1, rel=0.13),
+    }
+    d3, d1 = agent.interval[3], agent.interval[1]
+    assert agent.next_wakeup(100.05) == pytest.approx(100.05 + d3)
+    at(100.05 + d3)  # only port 3 is due
+    latest = agent.recorder.latest
+    assert latest[("s1", 3)]["t"] == pytest.approx(100.05 + d3)
+    assert latest[("s1", 3)]["period_s"] == pytest.approx(d3, abs=1e-5)
+    assert latest[("s1", 1)]["t"] == pytest.approx(100.05)
+    assert latest[("s1", 2)]["t"] == pytest.approx(100.05)
+    at(100.1)  # port 2 (no RTT carried: keeps 0.05 s)
+    assert latest[("s1", 2)]["t"] == pytest.approx(100.1)
+    assert latest[("s1", 2)]["interval_s"] == 0.05
+    at(100.05 + d1)  # port 1 after its 100 ms, measured over all of them
+    assert latest[("s1", 1)]["period_s"] == pytest.approx(d1, abs=1e-5)
+    assert latest[("s1", 1)]["arrival_pkts"] > 10  # every read since its last update
+
+
+def test_fixed_period_serves_every_port_together() -> None:
+    clock = Clock()
+    agent = agent_for(parse(dumbbell()), clock, algo="qfcp", period_s=0.2)
+    agent.ensure_controllers()
+    agent.tick({}, 100.0)
+    assert agent.next_wakeup(100.0) == pytest.approx(100.2)
+    writes, _ = agent.tick({}, 100.2)
+    assert len(writes) == 3 and agent.periods == 1

@@ -85,3 +85,32 @@ def test_measure_port_converts_everything() -> None:
     assert (m.syn_admitted, m.syn_dropped, m.fins) == (7, 3, 6)
     idle = measure_port({}, PORT, 0.5, 1e6, qb, rb)
     assert idle.y_Bps == 0 and idle.rtt_mean_s is None
+
+
+def test_queue_top_is_the_highest_occupied_bucket_bounded_by_the_buffer() -> None:
+    from fairgate_controller.telemetry import queue_top_pkts
+
+    b = queue_buckets(64)
+    assert queue_top_pkts({}, PORT, b, 64) == 0.0
+    seen = {g.COUNTER_QUEUE_DEPTH_HIST: {BASE + 2: (5, 0), BASE + 9: (1, 0), 9: (7, 0)}}
+    assert queue_top_pkts(seen, PORT, b, 64) == 10.0  # found 9 ahead: 10 with itself
+    full = {g.COUNTER_QUEUE_DEPTH_HIST: {BASE + 31: (1, 0)}}
+    assert queue_top_pkts(full, PORT, b, 64) == 64.0  # the open bucket: the buffer
+
+
+def test_drop_estimate_counts_drops_not_queue_growth() -> None:
+    """B = arrivals - departures is drops + queue; the estimate subtracts the largest
+    queue the departures saw and never counts a packet twice."""
+    from fairgate_controller.telemetry import QueueDropEstimator
+
+    est = QueueDropEstimator()
+    # the queue grows from 0 to 40 (departures saw it reach 40): no drops
+    assert est.update((100, 100_000), (60, 60_000), 40.0, 1000.0) == (0.0, 0.0)
+    # full 64-packet buffer, 30 more in than out and the queue grew by 24: 6 dropped
+    assert est.update((130, 130_000), (100, 100_000), 64.0, 1000.0) == (6.0, 6000.0)
+    # it drains back to 10: the backlog falls, nothing is counted again
+    assert est.update((50, 50_000), (104, 104_000), 64.0, 1000.0) == (0.0, 0.0)
+    # steady at 10 with 5 drops in the period
+    assert est.update((100, 100_000), (95, 95_000), 10.0, 1000.0) == (5.0, 5000.0)
+    # the old rule would have counted 40 + 30 + 0 + 5 = 75
+    assert est.counted_pkts == 11.0

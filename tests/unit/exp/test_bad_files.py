@@ -133,6 +133,15 @@ CASES = {
         GOOD + '\nswitches = ["s9"]\n',
         ["'switches' is a top-level key", "before the first [table]"],
     ),
+    "flow_number_without_bounds": (
+        GOOD + '\n[[expect]]\nmetric = "flow_number"\n',
+        ["expect[1] (flow_number): needs min or max"],
+    ),
+    "zip_of_another_length": (
+        GOOD + '\n[sweep.grid]\n"links.0.capacity" = ["200pkt/s", "400pkt/s"]\n'
+        '[sweep.zip]\n"experiment.duration" = ["5s"]\n',
+        ["sweep.zip.experiment.duration", "as many as this one (1)"],
+    ),
     "percent_typo": (GOOD.replace('"10%"', '"10 percent"'), ["expect[0].within"]),
     "scale_sets_unknown_field": (
         GOOD + '\n[scales.lab]\nfactor = 0.5\n\n[scales.lab.set]\n"links.0.capacty" = "1pkt/s"\n',

@@ -261,7 +261,11 @@ def test_replay_draws_the_summary_values(browser: Any, tmp_path: Path) -> None:
                 assert float(r["mean"]) == want["mean_pps"], (algo, r)
                 assert float(r["maxmin"]) == want["maxmin_pps"], (algo, r)
             else:
-                assert float(r["util"]) == w["ports"][r["port"]]["util"], (algo, r)
+                # both round the same mean to 4 digits, JS half-up and Python on the binary
+                # value: a mean ending in 5 can differ in the last digit (0.97605)
+                assert float(r["util"]) == pytest.approx(
+                    w["ports"][r["port"]]["util"], abs=1.01e-4
+                ), (algo, r)
             compared += 1
         expected = sum(len(w["flows"]) + len(w["ports"]) for w in windows.values())
         assert compared == expected and compared >= 7

@@ -98,3 +98,44 @@ def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) 
     assert "| TCP Jain (goodput) | 0.975 | 0.991 |" in text
     assert "| TCP retransmissions | 12 | 12 |" in text
     assert "| jain >= 0.95 | pass 0.975 (15-60 s) | pass 0.991 (50-200 s) |" in text
+
+
+def test_report_renders_the_newest_sweep_one_row_per_point(tmp_path: Path) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    (exps / "swept.toml").write_text(
+        '[experiment]\ntitle = "Swept"\n[sweep.grid]\n"links.0.delay" = ["5ms", "500ms"]\n'
+    )
+    for stamp, util in (("20260101T000000Z", 0.5), ("20260102T000000Z", 0.99)):
+        rows = []
+        for delay, run in (("5ms", f"{stamp}-a"), ("500ms", f"{stamp}-b")):
+            (results / "swept" / run).mkdir(parents=True)
+            summary = {
+                "results": {"lestas": {"ports": {"s1->s2": {"util": util, "queue_pkts": 103.0}}}}
+            }
+            summary["results"]["lestas"]["ports"]["s1->s2"]["drops"] = 0
+            (results / "swept" / run / "summary.json").write_text(json.dumps(summary))
+            rows.append(
+                {
+                    "links.0.delay": delay,
+                    "flows.0.stagger": "1s" if delay == "500ms" else "10ms",
+                    "algo": "lestas",
+                    "metric": "utilisation",
+                    "measured": util,
+                    "passed": util >= 0.98,
+                    "run": run,
+                }
+            )
+        out = results / "swept" / f"sweep-{stamp}"
+        out.mkdir()
+        grid = {"links.0.delay": ["5ms", "500ms"]}
+        zipped = {"flows.0.stagger": ["10ms", "1s"]}
+        (out / "sweep.json").write_text(
+            json.dumps({"grid": grid, "zip": zipped, "rows": rows, "elapsed_s": 1.0})
+        )
+    assert update(doc, results, exps)
+    text = doc.read_text()
+    assert "| links.0.delay | flows.0.stagger | algorithm | port |" in text
+    assert "| 500ms | 1s | lestas | s1->s2 | 0.99 | 103 | 0 | utilisation pass 0.99 |" in text
+    assert "sweep-20260101T000000Z" not in text and "0.5 |" not in text  # the newest only
+    assert "No run record yet" not in text

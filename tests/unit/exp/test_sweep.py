@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 
 import distributed
+import pytest
 
 from fairgate_exp.sweep import apply, grid_points, run_sweep
 
@@ -38,6 +39,21 @@ def test_grid_and_apply() -> None:
     doc = {"links": [{"capacity": "1pkt/s"}], "sweep": {"grid": {}}}
     out = apply(doc, {"links.0.capacity": "2pkt/s"})
     assert out == {"links": [{"capacity": "2pkt/s"}]} and doc["links"][0]["capacity"] == "1pkt/s"
+
+
+def test_zip_follows_the_first_grid_key() -> None:
+    pts = grid_points({"d": ["5ms", "1s"], "n": [1, 2]}, {"stagger": ["10ms", "1s"]})
+    assert len(pts) == 4
+    assert all(p["stagger"] == ("10ms" if p["d"] == "5ms" else "1s") for p in pts)
+
+
+def test_zip_of_another_length_is_refused(tmp_path: Path) -> None:
+    from fairgate_exp.load import ExperimentError, load
+
+    path = tmp_path / "zipped.toml"
+    path.write_text(SWEPT + '\n[sweep.zip]\n"flows.0.stagger" = ["1s"]\n')
+    with pytest.raises(ExperimentError, match=r"sweep\.zip\.flows\.0\.stagger"):
+        load(str(path))
 
 
 def _check(out: Path) -> None:
