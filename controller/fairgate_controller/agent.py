@@ -161,6 +161,13 @@ class SwitchAgent:
     wall: Callable[[], float] = time.time
     # Sets the switch's egress queues (thrift port, settings); None: leave them.
     queue_setter: Callable[[int, list[QueueSetting]], None] | None = None
+    # Reads whole registers (thrift port, names) -> name -> cells; None: no reads.
+    register_reader: Callable[[int, list[str]], dict[str, list[int]]] | None = None
+    # FICCRD's registers (fc.REGISTERS) as last read; None: not read (yet, or failed)
+    ficcrd_regs: dict[str, list[int]] | None = None
+    # at most one register read started per this many seconds (a CLI run costs a
+    # Python process; the switches share the lab's CPUs)
+    register_read_every_s: float = 0.5
     rate_ctl: dict[int, RateController] = field(default_factory=dict)
     session_ctl: dict[int, SessionController] = field(default_factory=dict)
     feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
@@ -192,6 +199,12 @@ class SwitchAgent:
         ficcrd = self.config.ficcrd
         self.owned_tables = OWNED_TABLES + (fc.TABLES if ficcrd else ())
         self.counters = COUNTERS + (fc.COUNTERS if ficcrd else ())
+        self.ficcrd_core = (
+            {p.port: p for p in fc.roles(self.topo, self.spec.name, ficcrd).core} if ficcrd else {}
+        )
+        self._reg_task: asyncio.Task[None] | None = None
+        self._reg_started = -math.inf
+        self._reg_failed = False
         # XCP: one controller per port on its own interval (the port's average RTT)
         self.xcp: XcpPorts | None = None
         if self.config.algo == "xcp":
@@ -417,8 +430,36 @@ class SwitchAgent:
                 snap[names[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
         return snap
 
+    async def _read_ficcrd(self, thrift: int) -> None:
+        assert self.register_reader is not None
+        try:
+            self.ficcrd_regs = await asyncio.to_thread(
+                self.register_reader, thrift, list(fc.REGISTERS)
+            )
+            self._reg_failed = False
+        except (SwitchCliError, OSError, subprocess.SubprocessError) as exc:
+            self.ficcrd_regs = None  # records leave MAPR/DPF out, never a stale value
+            if not self._reg_failed:
+                LOG.warning("%s: FICCRD registers not read over Thrift: %s", self.spec.name, exc)
+            self._reg_failed = True
+
+    def _start_ficcrd_read(self) -> None:
+        """FICCRD's registers, read over Thrift in the background (a CLI run takes
+        longer than a period), at most every ``register_read_every_s``: each record
+        carries the newest completed read."""
+        thrift = self.spec.thrift_port
+        if not self.ficcrd_core or self.register_reader is None or thrift is None:
+            return
+        now = self.clock()
+        if now - self._reg_started < self.register_read_every_s:
+            return
+        if self._reg_task is None or self._reg_task.done():
+            self._reg_started = now
+            self._reg_task = asyncio.create_task(self._read_ficcrd(thrift))
+
     async def step(self, sw: fy.Switch) -> None:
         now = self.clock()
+        self._start_ficcrd_read()
         snap = await self.read_snapshot(sw)
         xcp_writes, xcp_info = self.xcp.step(snap, now) if self.xcp else ([], {})
         if xcp_writes:
@@ -548,6 +589,9 @@ class SwitchAgent:
             }
             if self.config.ficcrd is not None:
                 record.update(fc.port_events(delta, port.port))
+                core = self.ficcrd_core.get(port.port)
+                if core is not None:
+                    record.update(fc.core_state(core, self.config.ficcrd, self.ficcrd_regs))
             if port.port in self.xcp_pending:
                 record.update(self.xcp_pending.pop(port.port))
             ctl = self.rate_ctl.get(port.port)

@@ -14,7 +14,7 @@ import finsy as fy
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.liveness import tune_finsy, watch
 from fairgate_controller.records import Recorder
-from fairgate_controller.thrift_cli import QueueSetting, set_queues
+from fairgate_controller.thrift_cli import QueueSetting, read_registers, set_queues
 from fairgate_controller.topology import Topology
 from fairgate_p4 import artifacts
 
@@ -22,6 +22,7 @@ LOG = logging.getLogger("fairgate.controller")
 
 
 QueueSetter = Callable[[int, list[QueueSetting]], None]
+RegisterReader = Callable[[int, list[str]], dict[str, list[int]]]
 
 
 def build_agents(
@@ -29,9 +30,17 @@ def build_agents(
     config: ControlConfig,
     recorder: Recorder,
     queue_setter: QueueSetter | None = set_queues,
+    register_reader: RegisterReader | None = read_registers,
 ) -> list[SwitchAgent]:
     return [
-        SwitchAgent(spec, topo, config, recorder, queue_setter=queue_setter)
+        SwitchAgent(
+            spec,
+            topo,
+            config,
+            recorder,
+            queue_setter=queue_setter,
+            register_reader=register_reader,
+        )
         for spec in topo.switches.values()
     ]
 

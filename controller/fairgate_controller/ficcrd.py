@@ -17,7 +17,9 @@ What the controller computes and writes for FICCRD (docs/ficcrd.md):
   it never divides.
 
 and what it reads: the ``ficcrd_edge_events`` / ``ficcrd_core_events``
-counters, turned into per-port records.
+counters, turned into per-port records, and (over Thrift on BMv2, from SimFiccrd
+in the simulator) the ``ficcrd_mapr`` / ``ficcrd_queue_seen`` registers: each core
+port's record carries MAPR and DPF at the switch's last-seen queue (``core_state``).
 
 It estimates nothing: each flow's arrival rate (APR, the paper's per-packet
 exponential average, at the source edge) and each core queue's MAPR (per
@@ -252,4 +254,32 @@ def port_events(delta: Snapshot, port: int) -> dict[str, Any]:
     out["rd_emitted_bytes"] = edge.get(base | g.FG_EDGE_RD_EMITTED, (0, 0))[1]
     for name, event in CORE_EVENTS.items():
         out[name] = core.get(base | event, (0, 0))[0]
+    return out
+
+
+REGISTERS = ("ficcrd_mapr", "ficcrd_queue_seen")  # per port: MAPR (kbps), last queue (pkts)
+
+
+def core_state(
+    spec: PortSpec, config: FiccrdConfig, regs: dict[str, list[int]] | None
+) -> dict[str, Any]:
+    """A core port's FICCRD state for its period record: Q0 (packets) always;
+    with the switch's registers (``REGISTERS``, indexed by port) also MAPR
+    (kbps, 0 = unknown), the queue depth the switch last saw (packets) and
+    DPF there, as the ``ficcrd_dpf`` ranges this controller installed give it
+    (Q6.10 -> float). Without registers (a failed read) those keys are left out."""
+    buffer = spec.queue_depth or config.default_buffer_pkts
+    out: dict[str, Any] = {"ficcrd_q0_pkts": config.bur * buffer}
+    if not regs:
+        return out
+    mapr, seen = regs.get(REGISTERS[0], []), regs.get(REGISTERS[1], [])
+    if spec.port >= len(mapr) or spec.port >= len(seen):
+        return out
+    table = dpf_levels(buffer, config.bur, config.alpha, config.levels)
+    q = seen[spec.port] & QDEPTH_MAX
+    out.update(
+        ficcrd_mapr_kbps=mapr[spec.port],
+        ficcrd_queue_pkts=q,
+        ficcrd_dpf=dpf_lookup(table, q).dpf / g.FG_DPF_ONE,
+    )
     return out

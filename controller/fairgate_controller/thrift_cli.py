@@ -1,5 +1,6 @@
 """BMv2's Thrift CLI (simple_switch_CLI), for what P4Runtime does not cover:
-egress queue rate (packets/s) and depth (packets). The labs set queues with it
+egress queue rate (packets/s) and depth (packets), and register reads (this
+P4Runtime cannot read registers). The labs set queues with it
 when they start; the controller sets them again whenever it (re)gains a switch,
 so a restarted switch gets its queues back. Thrift is reached on loopback only
 (docs/reliability.md).
@@ -14,6 +15,7 @@ python3-thrift is installed. We run the script with our own interpreter
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +48,27 @@ def run_switch_cli(thrift_port: int, commands: list[str], timeout_s: float = 30.
             f"simple_switch_CLI {commands} on port {thrift_port} failed: {proc.stdout}{proc.stderr}"
         )
     return proc.stdout
+
+
+def parse_register_reads(text: str) -> dict[str, list[int]]:
+    """Whole-array ``register_read <name>`` output (``RuntimeCmd: name= 1, 2``)."""
+    out: dict[str, list[int]] = {}
+    for line in text.splitlines():
+        m = re.search(r"(\w+)= (\d+(?:, \d+)*)\s*$", line)
+        if m:
+            out[m.group(1)] = [int(v) for v in m.group(2).split(", ")]
+    return out
+
+
+def read_registers(thrift_port: int, names: list[str]) -> dict[str, list[int]]:
+    """Every cell of each register in `names`, in one CLI run; raise if one is missing."""
+    values = parse_register_reads(
+        run_switch_cli(thrift_port, [f"register_read {n}" for n in names])
+    )
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise SwitchCliError(f"register_read on port {thrift_port}: no value for {missing}")
+    return values
 
 
 QueueSetting = tuple[int, int | None, int | None]

@@ -63,6 +63,8 @@ class SimController:
     # per switch: port -> its last XCP update since the switch's last period, added to
     # that port's period record as the BMv2 agent does (xcp_ports.XcpPorts.step's keys)
     _xcp_info: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    # per switch: its FICCRD state, whose registers the agent's records read
+    ficcrd: dict[str, SimFiccrd] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clock = self.net.clock
@@ -94,6 +96,7 @@ class SimController:
                     fc.table_entries(topo, name, self.config.ficcrd), fc.clone_sessions(topo, name)
                 )
                 sw.enable_ficcrd(ficcrd)
+                self.ficcrd[name] = ficcrd
             self.agents[name] = agent
             clock.at(self.start_s, self._period, name)
             if self.config.algo == "xcp":
@@ -147,6 +150,12 @@ class SimController:
         agent, sw = self.agents[name], self.net.switches[name]
         now = clock.now
         agent.xcp_pending.update(self._xcp_info.pop(name, {}))
+        fic = self.ficcrd.get(name)
+        if fic is not None:  # what the BMv2 agent reads over Thrift
+            agent.ficcrd_regs = {
+                "ficcrd_mapr": list(fic.mapr),
+                "ficcrd_queue_seen": list(fic.queue_seen),
+            }
         _writes, meters = agent.tick(sw.snapshot(), now)
         self._apply(agent, sw, meters)
         clock.at(max(agent.next_wakeup(now), now + 1e-6), self._period, name)

@@ -300,3 +300,22 @@ def test_queue_buckets_follow_the_algorithm_and_bin_real_queues(
     finally:
         lestas.stop()
     assert lestas.proc.returncode == 0, lestas.text()[-2000:]
+
+
+def test_ficcrd_registers_are_read_over_thrift(switch: NetnsSwitch) -> None:
+    """The agent's FICCRD register read (thrift_cli.read_registers) against the real
+    simple_switch_CLI output: the values the switch holds, at their ports."""
+    from fairgate_controller import ficcrd as fc
+    from fairgate_controller.thrift_cli import read_registers
+
+    primary = SyncSwitch(
+        switch.grpc_address, artifacts.p4info_path(), artifacts.bmv2_json_path(), name="primary"
+    )
+    with primary:  # pushes the pipeline
+        switch.switch_cli(
+            ["register_write ficcrd_mapr 2 4321", "register_write ficcrd_queue_seen 2 37"]
+        )
+        regs = read_registers(switch.thrift_port, list(fc.REGISTERS))
+    assert len(regs["ficcrd_mapr"]) == len(regs["ficcrd_queue_seen"]) == g.FG_MAX_PORTS
+    assert regs["ficcrd_mapr"][2] == 4321 and regs["ficcrd_queue_seen"][2] == 37
+    assert regs["ficcrd_mapr"][1] == 0

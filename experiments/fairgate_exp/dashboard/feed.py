@@ -63,7 +63,21 @@ STATE_CHARTS: dict[str, list[StateChart]] = {
                 ["er_lowered", "ER lowered", "n"],
                 ["er_kept", "ER kept", "n"],
             ],
-        }
+        },
+        {
+            "title": "core queue: MAPR (switch register ficcrd_mapr, kbit/s)",
+            "series": [["ficcrd_mapr_kbps", "MAPR", "k"]],
+            "axes": {"k": "kbit/s"},
+        },
+        {
+            "title": "core queue: DPF at the switch's last queue (left); queue, Q0 (right, pkts)",
+            "series": [
+                ["ficcrd_dpf", "DPF", "d"],
+                ["ficcrd_queue_pkts", "queue", "q"],
+                ["ficcrd_q0_pkts", "Q0", "q"],
+            ],
+            "axes": {"d": "DPF", "q": "pkts"},
+        },
     ],
     "session": [
         {

@@ -322,15 +322,21 @@ def test_session_control_variants_get_admit_and_completion_rates(tmp_path: Path)
     ]
 
 
-def test_ficcrd_state_is_its_core_counters() -> None:
+def test_ficcrd_state_is_its_core_counters_mapr_and_dpf() -> None:
     """FICCRD's records (controller.ficcrd) carry per-period counts of the core queue's
-    MAPR updates and of explicit rates lowered by DPF x MAPR: those are its state charts."""
+    MAPR updates and of explicit rates lowered by DPF x MAPR, and the switch's MAPR and
+    DPF (left out when the registers were not read): those are its state charts."""
     rec = {"t": 60.9, "mapr_updated": 11, "mapr_held": 6, "er_lowered": 11, "er_kept": 1}
+    rec |= {"ficcrd_mapr_kbps": 457, "ficcrd_dpf": 1.125, "ficcrd_q0_pkts": 100.0}
     assert state_of(state_kind("ficcrd", []), rec) == {
         "mapr_updated": 11.0,
         "mapr_held": 6.0,
         "er_lowered": 11.0,
         "er_kept": 1.0,
+        "ficcrd_mapr_kbps": 457.0,
+        "ficcrd_dpf": 1.125,
+        "ficcrd_queue_pkts": None,
+        "ficcrd_q0_pkts": 100.0,
     }
     assert state_of(state_kind("none", []), rec) == {}
     assert state_kind("none", ["none", "strategy1"]) == "session"  # session-control's "none"
