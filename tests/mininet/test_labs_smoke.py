@@ -67,7 +67,12 @@ def _processes_mentioning(text: str) -> list[int]:
 def test_ctrl_c_leaves_nothing_running(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "fairgate_exp", "run", str(SMOKE / "two-bottleneck.toml")]
     cmd += ["--engine", "bmv2", "--results", str(tmp_path)]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # unbuffered: through a pipe the child's progress lines would otherwise arrive in one
+    # block at the end of the (10 s) run, after which there is nothing left to interrupt
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 60
