@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
 
         make = Bmv2Engine
         signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM tears down like Ctrl-C
+        # and Ctrl-C always does, even when started from a script's background job
+        # (a non-interactive shell starts those with SIGINT ignored, which Python keeps)
+        signal.signal(signal.SIGINT, _interrupt)
 
         problem = check_environment()
         if problem:
