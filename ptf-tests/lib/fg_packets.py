@@ -101,3 +101,13 @@ def with_bad_udp_checksum(pkt: Packet) -> Packet:
     out = Ether(bytes(pkt))
     out[UDP].chksum = (out[UDP].chksum ^ 0x5A5A) or 1
     return Ether(bytes(out))
+
+
+def ones_sum(data: bytes) -> int:
+    """The 16-bit ones' complement sum of `data` (RFC 1071; an odd byte is padded)."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total

@@ -44,7 +44,7 @@ from fairgate_p4 import generated as g
 from fairgate_p4 import xcp_math as xm
 from fairgate_p4.scapy_layer import FgRate, FgRd, FgXcp
 from fg_base import FgTestBase
-from fg_packets import H2_MAC, SWITCH_MAC, fg, ipv4, tcp, udp
+from fg_packets import H2_MAC, SWITCH_MAC, fg, ipv4, ones_sum, tcp, udp
 
 SEED = 16
 FRAMES = 20000
@@ -71,15 +71,6 @@ DROP_REASONS = {
 
 def u16(b: bytes, at: int) -> int:
     return int.from_bytes(b[at : at + 2], "big")
-
-
-def ones_sum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
 
 
 def ipv4_checksum(header: bytes) -> int:

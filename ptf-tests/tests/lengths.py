@@ -16,7 +16,17 @@ from fairgate_p4 import generated as g
 from fairgate_p4.header import RateHeader
 from fairgate_p4.scapy_layer import FgRate
 from fg_base import FgTestBase
-from fg_packets import H2_MAC, SWITCH_MAC, fg, ipv4, routed, tcp, udp, with_bad_udp_checksum
+from fg_packets import (
+    H2_MAC,
+    SWITCH_MAC,
+    fg,
+    ipv4,
+    ones_sum,
+    routed,
+    tcp,
+    udp,
+    with_bad_udp_checksum,
+)
 
 PORT = 2
 FAIR_KBPS = 1_000
@@ -32,15 +42,6 @@ def edited(pkt: Packet, fix_ip_checksum: bool = True, **fields: dict[str, int]) 
     if fix_ip_checksum:
         del out[IP].chksum
     return Ether(bytes(out))
-
-
-def ones_sum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
 
 
 def udp_checksum_ok(frame: bytes) -> bool:

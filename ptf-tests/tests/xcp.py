@@ -23,7 +23,7 @@ from fairgate_p4 import xcp_math as xm
 from fairgate_p4.header import RateHeader, XcpHeader
 from fairgate_p4.scapy_layer import FgXcp
 from fg_base import FgTestBase
-from fg_packets import H2_MAC, SWITCH_MAC, ipv4, routed, with_bad_udp_checksum, xcp
+from fg_packets import H2_MAC, SWITCH_MAC, ipv4, ones_sum, routed, with_bad_udp_checksum, xcp
 
 PORT = 2
 UNLIMITED = g.FG_XCP_FEEDBACK_UNLIMITED
@@ -33,15 +33,6 @@ NONE = xm.LG_NONE
 LG_POS, LG_NEG = xm.sender_terms(0.05, 1000, 15_000)
 XI_P = xm.encode_factor(300 / (0.05**2 * 1000 / 15_000))
 XI_N = xm.encode_factor(100 / (0.05 * 1000))
-
-
-def ones_sum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
 
 
 def udp_sum(frame: bytes) -> int:
