@@ -9,6 +9,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
@@ -76,6 +77,32 @@ class JsonlLog:
         elif self._fh is not None:
             self._fh.flush()
         self._fh = None
+
+
+@dataclass
+class JsonlTail:
+    """Reads the complete JSON lines appended to a JSONL file since the last call
+    (a missing or unreadable file reads as nothing yet; a cut or bad line is skipped)."""
+
+    path: Path
+    offset: int = 0
+
+    def new(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        out = []
+        for line in data[:end].splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
 
 
 @dataclass

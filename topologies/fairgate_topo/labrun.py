@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairgate_hosts.agentio import JsonlTail
 from fairgate_topo.labnet import LabNet, LabTopology
 from fairgate_topo.procs import ProcessGroup, Tracked
 
@@ -46,30 +47,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue  # a line cut by a stop
     return out
-
-
-@dataclass
-class JsonlTail:
-    """Reads the complete lines appended to a JSONL file since the last call."""
-
-    path: Path
-    offset: int = 0
-
-    def new(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        with self.path.open("rb") as f:
-            f.seek(self.offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        out = []
-        for line in data[:end].splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
 
 
 @dataclass

@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+from fairgate_hosts.agentio import JsonlTail
 from fairgate_hosts.apps.bulk import main as bulk_main
 from fairgate_hosts.cli.common import (
     CommandError,
@@ -29,7 +30,6 @@ from fairgate_hosts.cli.common import (
     registered,
     say,
 )
-from fairgate_hosts.cli.recv import Follower
 from fairgate_p4 import generated as g
 
 PROG = "fg-cm"
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_while(path: Path, label: str, done: threading.Event) -> None:
-    tail = Follower(path)
+    tail = JsonlTail(path)
     while not done.wait(0.3):
         for r in tail.new():
             if r.get("type") == "sample" and in_foreground():

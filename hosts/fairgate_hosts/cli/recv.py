@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairgate_hosts.agentio import StopFlag
+from fairgate_hosts.agentio import JsonlTail, StopFlag
 from fairgate_hosts.cli.common import (
     CommandError,
     OneLineParser,
@@ -83,33 +83,6 @@ class RxPrinter:
         return out
 
 
-@dataclass
-class Follower:
-    """Reads the complete JSON lines appended to a file since the last call."""
-
-    path: Path
-    offset: int = 0
-
-    def new(self) -> list[dict[str, Any]]:
-        import json
-
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return []
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        out = []
-        for line in data[:end].splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
-
-
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
@@ -133,7 +106,7 @@ def my_name(session: Session) -> str:
 
 
 def follow(path: Path, printer: RxPrinter, seconds: float | None, stop: StopFlag) -> None:
-    tail = Follower(path)
+    tail = JsonlTail(path)
     tail.new()  # start from now
     end = None if seconds is None else time.monotonic() + seconds
     while not stop.stopped and (end is None or time.monotonic() < end):
@@ -179,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_while(path: Path, printer: RxPrinter, done: threading.Event) -> None:
-    tail = Follower(path)
+    tail = JsonlTail(path)
     while not done.wait(0.2):
         for line in printer.lines(tail.new()):
             say(line)
