@@ -19,6 +19,7 @@ from typing import Any
 
 from benchlib import Headline, skip, write
 
+from fairgate_exp.dashboard.chromium import CHROMIUM_FLAGS
 from fairgate_exp.dashboard.serve import live_engines, serve
 from fairgate_exp.driver import run
 from fairgate_exp.engines.sim import SimEngine
@@ -27,16 +28,7 @@ from fairgate_exp.load import load
 TOP = Path(__file__).resolve().parent.parent
 SWITCHES = 9  # 8 links, both directions limited: 16 measured ports
 FLOWS = 50
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+FLAGS = CHROMIUM_FLAGS
 
 
 def experiment(seconds: float) -> str:

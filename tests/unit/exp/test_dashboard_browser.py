@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fairgate_exp.dashboard.chromium import CHROMIUM_FLAGS
 from fairgate_exp.dashboard.feed import RunFeed, plan_of_run
 from fairgate_exp.dashboard.serve import Served, live_engines, serve
 from fairgate_exp.dashboard.server import Dashboard
@@ -24,16 +25,7 @@ from fairgate_exp.load import load
 ROOT = Path(__file__).resolve().parents[3]
 SHOTS = ROOT / "build" / "dashboard-tests"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+FLAGS = CHROMIUM_FLAGS
 PORT = "s1->s2"
 TWO = """\
 switches = ["s1", "s2"]
