@@ -64,7 +64,7 @@ class SessionParams:
     accept_margin: float = 0.01
     probe_offset: float = 0.05
     infeasible_pairs: int = 2
-    feasibility_tolerance: float = 0.03
+    feasibility_tolerance: float = 0.08
     penalty: float = 10.0
     change_drift: float = 0.1
     change_threshold: float = 0.3
@@ -73,6 +73,8 @@ class SessionParams:
     confirm_ungated: bool = False
     noise_z: float = 0.5
     climb_when_feasible: bool = True
+    climb_fraction: float = 0.5
+    project_to_boundary: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in (1, 2):
@@ -81,7 +83,7 @@ class SessionParams:
             check_positive(name, getattr(self, name))
         for name in ("step_min", "step_max", "hint_low", "hint_high", "penalty", "probe_offset"):
             check_positive(name, getattr(self, name))
-        for name in ("gain_margin", "feasibility_tolerance", "accept_margin"):
+        for name in ("gain_margin", "feasibility_tolerance", "accept_margin", "climb_fraction"):
             check_non_negative(name, getattr(self, name))
         check_positive("change_drift", self.change_drift)
         check_positive("change_threshold", self.change_threshold)
@@ -405,8 +407,8 @@ class SessionController:
             self._go_ungated()
             return
         center = self._candidate
-        if self._p.strategy == 2:
-            center = min(center, cand.completion_fps)
+        if self._p.strategy == 2 and self._infeasibility(cand) > self._tolerance(cand.completions):
+            center = min(center, self._projection(cand))
         center = max(center, self._p.floor_fps)
         self._phase = Phase.TRACK
         self._since_decision = 0
@@ -465,19 +467,20 @@ class SessionController:
         if self._changed(pair) or (every and self._since_decision >= every):
             self._restart()
             return
-        excess = upper.admitted_fps / max(upper.completion_fps, 1e-9) - 1.0
+        excess = self._infeasibility(upper)
         tol = self._tolerance(upper.completions)
         t.infeasible = t.infeasible + 1 if excess > tol else 0
         if p.strategy == 2 and (t.infeasible >= p.infeasible_pairs or excess > 3.0 * tol):
             # admissions persistently outrun completions: project onto the completion rate
             t.infeasible = 0
-            self._move(max(p.floor_fps, upper.completion_fps))
+            self._move(max(p.floor_fps, self._projection(upper)))
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = -1.0
             self._track_probe(0)
             return
-        low_excess = lower.admitted_fps / max(lower.completion_fps, 1e-9) - 1.0
-        if p.strategy == 2 and p.climb_when_feasible and max(excess, low_excess) <= 0.0:
+        low_excess = self._infeasibility(lower)
+        low_tol = self._tolerance(lower.completions)
+        if p.strategy == 2 and p.climb_when_feasible and climbs(excess, tol, low_excess, low_tol, p):
             # Below the knee F = A, so F rises with the admit rate by exactly the probes'
             # spacing, a signal the Poisson noise of a probe swamps (the lab's tracking
             # random-walked at half the knee): while both probes admit no faster than
@@ -504,6 +507,18 @@ class SessionController:
             self._move(t.center * math.exp(sign * t.step))
         self._track_probe(0)
 
+    @staticmethod
+    def _infeasibility(r: ProbeResult) -> float:
+        """A / F - 1 of a probe: how much faster it admitted than flows completed."""
+        return r.admitted_fps / max(r.completion_fps, 1e-9) - 1.0
+
+    def _projection(self, r: ProbeResult) -> float:
+        """Strategy 2's projection of an infeasible probe: the largest admit rate its
+        completions allow, F (1 + tol) (the boundary of A <= F (1 + tol)), or F itself."""
+        if self._p.project_to_boundary:
+            return r.completion_fps * (1.0 + self._tolerance(r.completions))
+        return r.completion_fps
+
     def _move(self, center: float) -> None:
         t = self._track
         assert t is not None
@@ -512,3 +527,12 @@ class SessionController:
         if abs(math.log(new / t.center)) > p.change_drift:
             self._reset_detectors()  # a deliberate large move is not a change of the load
         t.center = new
+
+
+def climbs(excess: float, tol: float, low_excess: float, low_tol: float, p: SessionParams) -> bool:
+    """Strategy 2 climbs while both probes of a pair are feasible with room to spare: each
+    admits at most ``climb_fraction`` of its tolerance above what completes (``excess`` =
+    A / F - 1). 0 is the strict A <= F; at the lab's knee a few % of the admitted SYNs are
+    retries of SYNs lost behind the gate, so A / F is 1.07 where F is within 4 % of its
+    peak and a strict rule stops below the knee."""
+    return excess <= p.climb_fraction * tol and low_excess <= p.climb_fraction * low_tol
