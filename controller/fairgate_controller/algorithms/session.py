@@ -480,7 +480,8 @@ class SessionController:
             return
         low_excess = self._infeasibility(lower)
         low_tol = self._tolerance(lower.completions)
-        if p.strategy == 2 and p.climb_when_feasible and climbs(excess, tol, low_excess, low_tol, p):
+        climb = climbs(excess, tol, low_excess, low_tol, p)
+        if p.strategy == 2 and p.climb_when_feasible and climb:
             # Below the knee F = A, so F rises with the admit rate by exactly the probes'
             # spacing, a signal the Poisson noise of a probe swamps (the lab's tracking
             # random-walked at half the knee): while both probes admit no faster than
