@@ -467,26 +467,28 @@ class SessionController:
         if self._changed(pair) or (every and self._since_decision >= every):
             self._restart()
             return
-        excess = self._infeasibility(upper)
-        tol = self._tolerance(upper.completions)
+        # Feasibility (strategy 2) is judged on the pair pooled, not on one probe: twice the
+        # completions halve the variance, and projecting onto one probe's F ratcheted the
+        # centre down (a projection fires when F is low by chance, and it moved to that F).
+        both = pooled(lower, upper)
+        excess = self._infeasibility(both)
+        tol = self._tolerance(both.completions)
         t.infeasible = t.infeasible + 1 if excess > tol else 0
         if p.strategy == 2 and (t.infeasible >= p.infeasible_pairs or excess > 3.0 * tol):
-            # admissions persistently outrun completions: project onto the completion rate
+            # admissions persistently outrun completions: project onto A = F (1 + tol)
             t.infeasible = 0
-            self._move(max(p.floor_fps, self._projection(upper)))
+            self._move(max(p.floor_fps, self._projection(both)))
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = -1.0
             self._track_probe(0)
             return
-        low_excess = self._infeasibility(lower)
-        low_tol = self._tolerance(lower.completions)
-        climb = climbs(excess, tol, low_excess, low_tol, p)
-        if p.strategy == 2 and p.climb_when_feasible and climb:
+        if p.strategy == 2 and p.climb_when_feasible and excess <= p.climb_fraction * tol:
             # Below the knee F = A, so F rises with the admit rate by exactly the probes'
             # spacing, a signal the Poisson noise of a probe swamps (the lab's tracking
-            # random-walked at half the knee): while both probes admit no faster than
-            # flows complete, climb by one capped step; above the knee it holds, and the
-            # projection above brings it back when admissions clearly outrun completions.
+            # random-walked at half the knee): while the pair admits no faster than flows
+            # complete (within ``climb_fraction`` of the tolerance), climb by one capped
+            # step; above it, hold, and the projection brings the centre back when
+            # admissions clearly outrun completions.
             t.step = min(max(t.step * 1.5, p.step_min), 2.0 * p.probe_offset)
             t.last_sign = 1.0
             self._move(t.center * math.exp(t.step))
@@ -494,7 +496,11 @@ class SessionController:
             return
         diff = upper.objective - lower.objective
         scale = max(abs(upper.objective), abs(lower.objective))
-        if abs(diff) <= p.accept_margin * scale:  # flat within noise: hold, refine the step
+        # strategy 2 that climbs while feasible goes up only by climbing: between the climb
+        # margin and the tolerance it holds (or follows the objective down), a hysteresis
+        # band, else noisy upward steps keep pushing it past the knee
+        band = p.strategy == 2 and p.climb_when_feasible and diff > 0
+        if band or abs(diff) <= p.accept_margin * scale:  # flat within noise: hold
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = 0.0
         else:
@@ -530,10 +536,18 @@ class SessionController:
         t.center = new
 
 
-def climbs(excess: float, tol: float, low_excess: float, low_tol: float, p: SessionParams) -> bool:
-    """Strategy 2 climbs while both probes of a pair are feasible with room to spare: each
-    admits at most ``climb_fraction`` of its tolerance above what completes (``excess`` =
-    A / F - 1). 0 is the strict A <= F; at the lab's knee a few % of the admitted SYNs are
-    retries of SYNs lost behind the gate, so A / F is 1.07 where F is within 4 % of its
-    peak and a strict rule stops below the knee."""
-    return excess <= p.climb_fraction * tol and low_excess <= p.climb_fraction * low_tol
+
+def pooled(a: ProbeResult, b: ProbeResult) -> ProbeResult:
+    """Two probes of equal length as one: mean rates, summed completion counts (the
+    admit rate and objective are those of ``b``)."""
+    offered = None
+    if a.offered_fps is not None and b.offered_fps is not None:
+        offered = (a.offered_fps + b.offered_fps) / 2.0
+    return ProbeResult(
+        b.admit_fps,
+        (a.completion_fps + b.completion_fps) / 2.0,
+        (a.admitted_fps + b.admitted_fps) / 2.0,
+        offered,
+        b.objective,
+        a.completions + b.completions,
+    )
