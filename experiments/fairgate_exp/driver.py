@@ -69,7 +69,11 @@ def run_algo(
                     engine.start_cm(item)
                 elif isinstance(item, CapacityChangePlan):
                     engine.set_capacity(item.switch, item.port, item.pps, item.bps)
-                    say(f"{label}: t={t:g} s: {item.label} now serves {item.capacity}")
+                    # BMv2: in effect once the Thrift CLI has returned (seconds when busy)
+                    say(
+                        f"{label}: t={t:g} s: {item.label} now serves {item.capacity}"
+                        f" (in effect at {engine.now():.1f} s)"
+                    )
                 else:
                     engine.start_flow(item)
             if events and events[0][0] < nxt:
