@@ -536,7 +536,6 @@ class SessionController:
         t.center = new
 
 
-
 def pooled(a: ProbeResult, b: ProbeResult) -> ProbeResult:
     """Two probes of equal length as one: mean rates, summed completion counts (the
     admit rate and objective are those of ``b``)."""
