@@ -18,7 +18,10 @@ Phases::
 
 Every probe holds its admit rate for ``settle_windows`` (discarded) then ``measure_windows``
 (pooled: completions / seconds). Strategy 2 maximises F - penalty * max(0, A - F (1 + tol))
-(A = admitted rate) and installs min(a, F): it never admits faster than flows complete.
+(A = admitted rate): its tracking judges each pair of probes pooled, climbs while A/F - 1
+stays within half the tolerance, holds between that and the tolerance, and projects onto
+A = F (1 + tol) when admissions outrun completions: it never admits (beyond the
+tolerance) faster than flows complete.
 """
 
 from __future__ import annotations
