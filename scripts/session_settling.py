@@ -46,13 +46,15 @@ def mean_rate(bins: list[float], width: float, lo: float, hi: float) -> float:
 
 
 def settle_time(
-    bins: list[float], width: float, lo: float, hi: float, floor: float
+    bins: list[float], width: float, lo: float, hi: float, floor: float, span: int = 1
 ) -> float | None:
-    """Seconds after ``lo`` from which every bin up to ``hi`` is >= ``floor`` (None: never)."""
+    """Seconds after ``lo`` from which the mean of every ``span`` consecutive bins up to
+    ``hi`` is >= ``floor`` (None: never)."""
     first, last = round(lo / width), round(hi / width)
+    span = max(1, min(span, last - first))
     settled: int | None = None
-    for i in range(last - 1, first - 1, -1):
-        if bins[i] < floor:
+    for i in range(last - span, first - 1, -1):
+        if sum(bins[i : i + span]) / span < floor:
             break
         settled = i
     return None if settled is None else settled * width - lo
@@ -82,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bin", type=float, default=10.0, help="s per completion-rate bin")
     p.add_argument("--steady", type=float, default=50.0, help="s of a static's transient")
     p.add_argument("--within", type=float, default=0.10, help="settled: >= (1 - this) x best")
+    p.add_argument("--span", type=float, default=30.0, help="s averaged for settling")
     args = p.parse_args(argv)
     rows: dict[str, list[dict[str, str]]] = defaultdict(list)
     where: dict[str, Path] = {}
@@ -113,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         table = ", ".join(f"{v} {rates[v]:.1f}" for v in sorted(rates, key=lambda v: rates[v]))
         print(f"[{lo:g}, {hi:g}) s: best static {best} {ref:.1f} flows/s ({table})")
         for v in sorted(set(series) - statics):
-            t = settle_time(series[v], w, lo, hi, (1 - args.within) * ref)
+            span = max(1, round(args.span / w))
+            t = settle_time(series[v], w, lo, hi, (1 - args.within) * ref, span)
             det = [d - lo for d in detections(where[v], v, port) if lo <= d < hi]
             det_s = f"{det[0]:.1f} s" if det else "no restart"
             if t is None:
