@@ -9,7 +9,8 @@ search variant has **settled** ``T`` seconds after the change when every bin fro
 the regime's end completes at least (1 - ``--within``) x B; **detected**: the first
 restart of its search after the change (the gate opens: ``admit_fps`` None in
 controller.jsonl, s1's gated port). Several run folders of the same file (variants run in
-separate processes) are read together.
+separate processes) are read together; a variant in several of them is taken from the
+last one given.
 
 ``python scripts/session_settling.py /work/results/session-control-capacity/<run> [...]``
 """
@@ -90,11 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     where: dict[str, Path] = {}
     exp: dict[str, Any] = {}
     try:
-        for run in args.runs:
+        for run in args.runs:  # a variant in several runs: the last run given wins
             exp = json.loads((run / "experiment.json").read_text())
+            mine: dict[str, list[dict[str, str]]] = defaultdict(list)
             for r in csv.DictReader((run / "tcp.csv").open()):
-                rows[r["algo"]].append(r)
-                where[r["algo"]] = run
+                mine[r["algo"]].append(r)
+            for v, rs in mine.items():
+                rows[v], where[v] = rs, run
     except (OSError, ValueError, KeyError) as exc:
         print(f"session_settling: {exc}", file=sys.stderr)
         return 2
