@@ -108,14 +108,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(plan.resolved(), indent=2))
         return 0
     make: Callable[[], Engine]
-    if plan.file.sweep is not None and plan.file.sweep.grid:
-        if args.engine != "sim" or args.dashboard:
-            print("experiment: sweeps run in the simulator, no dashboard", file=sys.stderr)
-            return 2
-        from fairgate_exp.sweep import run_sweep
+    sweep = plan.file.sweep is not None and bool(plan.file.sweep.grid)
+    if sweep:
+        from fairgate_exp.sweep import run_sweep, sweep_refusal
 
-        run_sweep(args.exp, args.scale, algos, args.results, args.workers, args.scheduler)
-        return 0
+        refusal = "sweeps have no dashboard" if args.dashboard else None
+        refusal = refusal or sweep_refusal(args.engine, args.workers, args.scheduler)
+        if refusal:
+            print(f"experiment: {refusal}", file=sys.stderr)
+            return 2
     if args.engine == "sim":
         from fairgate_exp.engines.sim import SimEngine
 
@@ -136,8 +137,29 @@ def main(argv: list[str] | None = None) -> int:
     from fairgate_exp.driver import RunError, run
 
     def say(msg: str) -> None:
-        if not args.quiet or msg.lstrip().startswith(("PASS", "FAIL")):
+        if not args.quiet or msg.lstrip().startswith(("PASS", "FAIL", "sweep")):
             print(msg, flush=True)
+
+    if sweep:
+        try:
+            run_sweep(
+                args.exp,
+                args.scale,
+                algos,
+                args.results,
+                args.workers,
+                args.scheduler,
+                say=say,
+                engine=args.engine,
+            )
+        except KeyboardInterrupt:
+            print("experiment: interrupted; everything started was stopped", file=sys.stderr)
+            return 130
+        except RunError as exc:
+            line = str(exc).splitlines()[0][:300]
+            print(f"experiment: {args.engine} sweep point failed: {line}", file=sys.stderr)
+            return 1
+        return 0
 
     served = None
     if args.dashboard:

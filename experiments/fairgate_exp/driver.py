@@ -27,7 +27,7 @@ from fairgate_exp.metrics import (
     window_drops,
 )
 from fairgate_exp.oracle import maxmin_pps
-from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
+from fairgate_exp.plan import CapacityChangePlan, CmPlan, FlowPlan, Plan, TcpPlan
 
 Say = Callable[[str], None]
 #: progress(algo, t, end, live line): called after every step of a run
@@ -49,10 +49,11 @@ def run_algo(
     label = run_label(plan, algo)
     engine.build(plan, algo, out)
     try:
-        events: list[tuple[float, FlowPlan | TcpPlan | CmPlan]] = sorted(
+        events: list[tuple[float, FlowPlan | TcpPlan | CmPlan | CapacityChangePlan]] = sorted(
             [(f.start_s, f) for f in plan.flows]
             + [(g.start_s, g) for g in plan.tcp]
-            + [(a.start_s, a) for a in plan.cm],
+            + [(a.start_s, a) for a in plan.cm]
+            + [(c.at_s, c) for c in plan.capacity_changes],
             key=lambda e: e[0],
         )
         end = plan.duration_s
@@ -67,6 +68,13 @@ def run_algo(
                     engine.start_tcp(item)
                 elif isinstance(item, CmPlan):
                     engine.start_cm(item)
+                elif isinstance(item, CapacityChangePlan):
+                    engine.set_capacity(item.switch, item.port, item.pps, item.bps)
+                    # BMv2: in effect once the Thrift CLI has returned (seconds when busy)
+                    say(
+                        f"{label}: t={t:g} s: {item.label} now serves {item.capacity}"
+                        f" (in effect at {engine.now():.1f} s)"
+                    )
                 else:
                     engine.start_flow(item)
             if events and events[0][0] < nxt:

@@ -7,6 +7,7 @@ Both engines run a ``Plan``; neither reads the file. Routes are the controller's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,25 @@ class VariantPlan:
     warmup_s: float
 
 
+@dataclass(frozen=True)
+class CapacityChangePlan:
+    """At ``at_s``, port (``switch``, ``port``) serves ``bps`` or ``pps`` (both None: line
+    rate), the scale's factor applied."""
+
+    at_s: float
+    switch: str
+    port: int
+    label: str
+    bps: float | None
+    pps: float | None
+
+    @property
+    def capacity(self) -> str:
+        if self.pps is not None:
+            return str(units.Rate(self.pps, "pkt/s"))
+        return str(units.Rate(self.bps, "bit/s")) if self.bps is not None else "line rate"
+
+
 @dataclass
 class Plan:
     name: str
@@ -202,6 +222,7 @@ class Plan:
     extra: dict[str, Any] = field(default_factory=dict)
     # bulk TCP flows as flows (path, ack path): goodput per flow, in data frames/s
     tcp_flows: list[FlowPlan] = field(default_factory=list)
+    capacity_changes: list[CapacityChangePlan] = field(default_factory=list)
 
     @property
     def gated(self) -> list[tuple[str, int]]:
@@ -603,6 +624,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
     if exp.variants and not plan.gated:
         raise _err("variants: no port gates SYNs (set gate_syn = true on a link or host)")
     labels = {p.label: key for key, p in ports.items()}
+    plan.capacity_changes = _capacity_changes(exp, plan, labels, _rate)
     wanted = exp.measure.ports
     if wanted is None:
         plan.measured = [k for k, p in ports.items() if p.peer in plan.switches and p.limited]
@@ -620,6 +642,29 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
             if lab not in measured:
                 raise _err(f"expect[{i}] ({e.metric}): port {lab} is not recorded (measure.ports)")
     return plan
+
+
+def _capacity_changes(
+    exp: ExperimentFile,
+    plan: Plan,
+    labels: dict[str, tuple[str, int]],
+    rate: Callable[[str | None, float], tuple[float | None, float | None]],
+) -> list[CapacityChangePlan]:
+    """``[[capacity_changes]]`` in time order, checked: a known port, inside the run."""
+    end = max([plan.duration_s, *(v.duration_s for v in plan.variants)])
+    out = []
+    for i, c in enumerate(exp.capacity_changes):
+        if c.port not in labels:
+            raise _err(
+                f"capacity_changes[{i}]: unknown port {c.port!r} (ports are {', '.join(labels)})"
+            )
+        at = units.parse_time(c.at)
+        if at >= end:
+            raise _err(f"capacity_changes[{i}]: at {at:g} s is not before the end ({end:g} s)")
+        bps, pps = rate(c.capacity, plan.factor)
+        sw, port = labels[c.port]
+        out.append(CapacityChangePlan(at, sw, port, c.port, bps, pps))
+    return sorted(out, key=lambda c: c.at_s)
 
 
 def _phases(exp: ExperimentFile, duration: float) -> list[tuple[str, float, float]]:

@@ -34,8 +34,10 @@ describes the format and the records.
 
 
 def newest_runs(results: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
-    """experiment -> (engine, scale) -> the newest summary (run ids sort by UTC time)."""
+    """experiment -> (engine, scale) -> the newest summary (run ids sort by UTC time), its
+    file's variants that it did not run filled in from older records (``_merge_variants``)."""
     out: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    every: dict[tuple[str, tuple[str, str]], list[dict[str, Any]]] = {}
     for summary in sorted(results.glob("*/*/summary.json")):
         if summary.parent.name == "latest" or summary.parent.is_symlink():
             continue
@@ -46,10 +48,54 @@ def newest_runs(results: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]
         if "verdicts" not in doc or "engine" not in doc:
             continue  # an old-style scenario summary
         key = (doc["engine"], doc["scale"])
-        runs = out.setdefault(doc["experiment"], {})
-        if key not in runs or doc["run_id"] > runs[key]["run_id"]:
-            runs[key] = doc | {"_dir": str(summary.parent)}
+        every.setdefault((doc["experiment"], key), []).append(doc | {"_dir": str(summary.parent)})
+    for (exp, key), docs in every.items():
+        out.setdefault(exp, {})[key] = _merge_variants(sorted(docs, key=lambda d: d["run_id"]))
     return out
+
+
+def _variant_labels(run_dir: Path) -> list[str] | None:
+    """The labels a run of this record's file would produce for its variants (None: no
+    variants, or no experiment.json): the variant's name, ``algo+name`` with several."""
+    try:
+        exp = json.loads((run_dir / "experiment.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    names = [v["name"] for v in exp.get("variants") or []]
+    algos = (exp.get("experiment") or {}).get("algorithms") or []
+    if not names:
+        return None
+    if len(algos) <= 1:
+        return names
+    return [f"{a}+{n}" for a in algos for n in names]
+
+
+def _merge_variants(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The newest record, completed with the newest result of each of its file's variants
+    that it did not run (``--variant`` runs a subset), taken from older records of the same
+    engine and scale; ``_dirs`` lists every record used."""
+    newest = docs[-1]
+    labels = _variant_labels(Path(newest["_dir"]))
+    merged = newest | {"_dirs": [newest["_dir"]]}
+    if labels is None:
+        return merged
+    results, algos = dict(newest["results"]), list(newest["algos"])
+    verdicts = list(newest["verdicts"])
+    for older in reversed(docs[:-1]):
+        take = [a for a in older["algos"] if a in labels and a not in results]
+        if not take:
+            continue
+        for a in take:
+            results[a] = older["results"][a]
+            algos.append(a)
+        verdicts += [v for v in older["verdicts"] if v["algo"] in take]
+        merged["_dirs"].append(older["_dir"])
+    order = {a: i for i, a in enumerate(labels)}
+    return merged | {
+        "results": results,
+        "algos": sorted(algos, key=lambda a: order.get(a, len(order))),
+        "verdicts": verdicts,
+    }
 
 
 def _fmt(v: Any) -> str:
@@ -248,9 +294,9 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
         "",
         "Records: "
         + ", ".join(
-            f"`{_rel(Path(s['_dir']), results)}` ({s['engine']}, scale {s['scale']}"
-            f" x{s['factor']:g})"
+            f"`{_rel(Path(d), results)}` ({s['engine']}, scale {s['scale']} x{s['factor']:g})"
             for s in by.values()
+            for d in s.get("_dirs", [s["_dir"]])
         ),
         "",
     ]
@@ -370,6 +416,19 @@ def _tcp_rows(
     figures = [
         ("completed flows/s (window)", lambda t: t.get("completion_rate_per_s")),
         ("mean FCT s (window)", lambda t: (t.get("fct_s") or {}).get("mean")),
+        ("mean goodput kbit/s (window)", lambda t: t.get("mean_goodput_kbps")),
+        (
+            "completed > 10 kB, % (window)",
+            lambda t: _pct((t.get("sizes_completed") or {}).get("frac_above", {}).get("10000")),
+        ),
+        (
+            "mean size completed, kB (window)",
+            lambda t: _kb((t.get("sizes_completed") or {}).get("mean_bytes")),
+        ),
+        (
+            "offered > 10 kB, % (window)",
+            lambda t: _pct((t.get("sizes_offered") or {}).get("frac_above", {}).get("10000")),
+        ),
         (
             "completed / flows (all)",
             lambda t: (
@@ -410,6 +469,14 @@ def _tcp_rows(
                 cells.append(_fmt(v) if v is not None else "-")
             out.append(f"| {g} | {label} | " + " | ".join(cells) + " |")
     return [*out, ""]
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else round(100 * x, 1)
+
+
+def _kb(x: float | None) -> float | None:
+    return None if x is None else round(x / 1000, 2)
 
 
 def render(results: Path, experiments: Path) -> str:

@@ -262,6 +262,17 @@ class Phase(Strict):
     end: TimeStr | None = None  # default: the next phase's start, or the end of the run
 
 
+class CapacityChange(Strict):
+    """At ``at``, the output port ``port`` ("s1->s2") starts serving ``capacity`` (scaled by
+    the scale's factor like every capacity; "line": no limit): the simulator changes the
+    port's service rate, BMv2 its egress queue rate over Thrift (section V of Kasera et al.:
+    the bottleneck's capacity halved mid-run)."""
+
+    at: TimeStr
+    port: str
+    capacity: LineRateStr
+
+
 class Measure(Strict):
     ports: list[str] | None = None  # "s1->s2" / "s1->h1"; default: every link's a -> b
     flows: bool = True
@@ -342,6 +353,7 @@ class ExperimentFile(Strict):
     variants: list[Variant] = Field(default_factory=list)
     cm: list[CmApp] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)
+    capacity_changes: list[CapacityChange] = Field(default_factory=list)
     measure: Measure = Field(default_factory=Measure)
     expect: list[Expect] = Field(default_factory=list)
     ficcrd: Ficcrd = Field(default_factory=Ficcrd)

@@ -1,8 +1,10 @@
 """Sweeps: ``[sweep.grid]`` maps field paths to values; every point of the grid (the
-cartesian product) is the file with those values, checked again and run in the simulator
-as its own run record. Points fan out over local processes (``concurrent.futures``) or,
-with ``scheduler="tcp://host:8786"``, over a Dask distributed cluster. One table
-(``sweep.csv``) and one plot per sweep in ``results/<experiment>/sweep-<UTC time>/``."""
+cartesian product) is the file with those values, checked again and run as its own run
+record. In the simulator points fan out over local processes (``concurrent.futures``) or,
+with ``scheduler="tcp://host:8786"``, over a Dask distributed cluster; on BMv2 they run
+one after the other in this process, each point in its own lab (one lab at a time on a
+machine). One table (``sweep.csv``) and one plot per sweep in
+``results/<experiment>/sweep-<UTC time>/``."""
 
 from __future__ import annotations
 
@@ -52,12 +54,17 @@ def apply(doc: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_point(
-    doc: dict[str, Any], path: str, scale: str | None, algos: list[str], results: str
+    doc: dict[str, Any],
+    path: str,
+    scale: str | None,
+    algos: list[str],
+    results: str,
+    engine: str = "sim",
+    say: Any = None,
 ) -> dict[str, Any]:
     """One point, in whatever process runs it: validate, plan, run, summarise."""
     from fairgate_exp.check import check
     from fairgate_exp.driver import run
-    from fairgate_exp.engines.sim import SimEngine
     from fairgate_exp.load import scaled
     from fairgate_exp.plan import build_plan
 
@@ -66,8 +73,28 @@ def run_point(
     check(exp)
     exp = scaled(doc, exp, p, scale)
     plan = build_plan(exp, p, scale)
-    run_dir, summary = run(plan, SimEngine, "sim", Path(results), algos, say=lambda _m: None)
+    make: Any
+    if engine == "bmv2":
+        from fairgate_exp.engines.bmv2 import Bmv2Engine
+
+        make = Bmv2Engine
+    else:
+        from fairgate_exp.engines.sim import SimEngine
+
+        make = SimEngine
+    quiet = say if say is not None else (lambda _m: None)
+    run_dir, summary = run(plan, make, engine, Path(results), algos, say=quiet)
     return {"run_dir": str(run_dir), "summary": summary}
+
+
+def sweep_refusal(engine: str, workers: int, scheduler: str | None) -> str | None:
+    """Why a sweep cannot run this way (None: it can): BMv2 labs run one at a time."""
+    if engine == "bmv2" and (workers > 1 or scheduler):
+        return (
+            "sweeps on BMv2 run one point after the other in one process "
+            "(one lab at a time): drop --workers/--scheduler"
+        )
+    return None
 
 
 def run_sweep(
@@ -78,6 +105,7 @@ def run_sweep(
     workers: int = 1,
     scheduler: str | None = None,
     say: Any = print,
+    engine: str = "sim",
 ) -> Path:
     path = resolve_path(name_or_path)
     doc = read_toml(path)
@@ -90,12 +118,20 @@ def run_sweep(
     algos = algos or list(exp.experiment.algorithms)
     name = exp.experiment.name or path.stem
     jobs = [(apply(doc, pt), str(path), scale, algos, str(results)) for pt in points]
-    say(
-        f"sweep {name}: {len(points)} points x {len(algos)} algorithms, "
-        f"{'dask ' + scheduler if scheduler else f'{workers} local process(es)'}"
-    )
+    refusal = sweep_refusal(engine, workers, scheduler)
+    if refusal:
+        raise ValueError(refusal)
+    where = "dask " + scheduler if scheduler else f"{workers} local process(es)"
+    if engine == "bmv2":
+        where = "BMv2, one lab per point, one after the other"
+    say(f"sweep {name}: {len(points)} points x {len(algos)} algorithms, {where}")
     t0 = time.monotonic()
-    if scheduler:
+    if engine == "bmv2":
+        outs = []
+        for i, job in enumerate(jobs, start=1):
+            say(f"sweep {name}: point {i}/{len(jobs)}: {points[i - 1]}")
+            outs.append(run_point(*job, engine="bmv2", say=say))
+    elif scheduler:
         from dask.distributed import Client
 
         with Client(scheduler) as client:
@@ -135,6 +171,7 @@ def run_sweep(
         json.dumps(
             {
                 "experiment": name,
+                "engine": engine,
                 "grid": exp.sweep.grid,
                 "zip": exp.sweep.zip,
                 "algos": algos,

@@ -122,6 +122,17 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     return out
 
 
+def queue_rate_pps(pps: float | None, bps: float | None, frame: int) -> int:
+    """BMv2's egress queue rate for a capacity: packets/s of ``frame``-byte data frames,
+    rounded as the lab's topology rounds them (``Plan.topology_doc(pps_only=True)``); 0
+    (BMv2: unlimited) for the line rate (both None)."""
+    if pps is not None:
+        return max(1, round(pps))
+    if bps is not None:
+        return max(1, round(bps / (8 * frame)))
+    return 0
+
+
 def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
     """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
     the same app: MSS = the plan's payload, macroflow cap 100 Mbit/s, the audio app's
@@ -397,9 +408,11 @@ class Bmv2Engine:
         return out
 
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
+        """The port's egress queue rate over Thrift (``[[capacity_changes]]``); the depth
+        stays. The controller's restart recovery (docs/reliability.md) would set the file's
+        rate again: a capacity change does not survive a switch restart."""
         assert self._plan is not None
-        rate = round(pps) if pps is not None else round((bps or 0) / (8 * self._plan.frame))
-        set_queue(self._thrift[switch], port, max(1, rate), None)
+        set_queue(self._thrift[switch], port, queue_rate_pps(pps, bps, self._plan.frame), None)
 
     def advance(self, until_s: float) -> None:
         """Waits until ``until_s``, starting paced flows' senders at their times."""

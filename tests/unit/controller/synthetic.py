@@ -43,6 +43,22 @@ def table1(scale: float = 1.0) -> Curve:
     return f
 
 
+def lab() -> Curve:
+    """The lab-scale simulator's static gates (session-control.toml, admitted SYNs/s ->
+    completed flows/s, from the controller's counters): past 25/s some admitted SYNs are
+    retries of SYNs the queue behind the gate dropped, so F < a below the peak (75/s)."""
+    pts = [(0.0, 0.0), (25.0, 24.9), (50.0, 46.8), (75.0, 48.5), (100.0, 46.3), (150.0, 36.5)]
+    pts.append((655.0, 18.3))  # no gating: 655 SYNs/s admitted
+
+    def f(a: float) -> float:
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+            if a <= x1:
+                return y0 + (y1 - y0) * (a - x0) / (x1 - x0)
+        return pts[-1][1]
+
+    return f
+
+
 def flat(offered: float) -> Curve:
     """No overload: every admitted flow completes, F = min(a, offered)."""
     return lambda a: min(a, offered)

@@ -3,15 +3,17 @@
 import statistics
 
 import pytest
-from synthetic import Driver, collapse, flat, table1
+from synthetic import Driver, collapse, flat, lab, table1
 
 from fairgate_controller.algorithms import (
     Phase,
     PortMeasurement,
+    ProbeResult,
     RelativeCusum,
     SessionController,
     SessionParams,
 )
+from fairgate_controller.algorithms.session import pooled
 
 SEEDS = range(5)
 
@@ -97,7 +99,46 @@ def test_strategy2_settles_at_the_knee_not_above_completion_rate(seed):
     assert statistics.median(ratios) <= 1.0 + tol
     # probing excursions (one up-step of at most 2 x probe_offset, or a re-search after a
     # false alarm) stay rare
-    assert sum(r > 1.10 for r in ratios) <= 0.1 * len(ratios)
+    assert sum(r > 1.0 + tol + p.probe_offset for r in ratios) <= 0.1 * len(ratios)
+
+
+def _strategy2_on_lab(params: SessionParams, seed: int) -> tuple[float, float]:
+    """Mean completion rate (fraction of the peak) and median A/F over 2 minutes, after
+    3 minutes of searching, on the lab's curve (2 s windows, Poisson-like 10 % noise)."""
+    curve = lab()
+    c = SessionController(params)
+    d = Driver(c, curve, offered_fps=900.0, window_s=2.0, noise=0.1, seed=seed)
+    d.run(150)
+    installed = [900.0 if s is None else min(s, 900.0) for s in d.settings[-60:]]
+    got = statistics.mean(curve(a) for a in installed) / curve(75.0)
+    return got, statistics.median(a / curve(a) for a in installed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_strategy2_reaches_the_lab_knee_without_outrunning_completions(seed):
+    # On the lab's curve 7 % of the admitted SYNs at 50/s are retries: projecting onto F
+    # itself (not F (1 + tol)) and climbing only when A <= F exactly, with the old 3 %
+    # tolerance, stopped strategy 2 at 70-77 % of the peak; the boundary projection, the
+    # climb margin and the 8 % tolerance reach 90-96 % at A / F <= 1 + tol.
+    p = SessionParams(strategy=2)
+    got, ratio = _strategy2_on_lab(p, seed)
+    old = SessionParams(
+        strategy=2, feasibility_tolerance=0.03, project_to_boundary=False, climb_fraction=0.0
+    )
+    got_old, _ = _strategy2_on_lab(old, seed)
+    assert got >= 0.88, got
+    assert got >= got_old + 0.1, (got, got_old)
+    assert ratio <= 1.0 + p.feasibility_tolerance + p.noise_z / (45.0 * 12.0) ** 0.5
+
+
+def test_pooled_pair_sums_counts_and_averages_rates():
+    a = ProbeResult(40.0, 38.0, 40.0, 800.0, 1.0, completions=228.0)
+    b = ProbeResult(42.0, 40.0, 42.0, None, 2.0, completions=240.0)
+    both = pooled(a, b)
+    assert (both.admit_fps, both.objective) == (42.0, 2.0)
+    assert (both.completion_fps, both.admitted_fps, both.completions) == (39.0, 41.0, 468.0)
+    assert both.offered_fps is None
+    assert pooled(a, a).offered_fps == 800.0
 
 
 def test_strategy2_projects_onto_completion_rate_when_admissions_outrun():
@@ -216,11 +257,16 @@ def test_cusum_alarms_on_shift_not_on_noise():
     assert alarms == [False, False, True]  # a 22 % rise adds 0.12 per sample over the drift
 
 
+@pytest.mark.parametrize("strategy", [1, 2])
 @pytest.mark.parametrize(("drain", "expected"), [(True, 20.0), (False, 80.0)])
-def test_drain_correction_counts_at_most_the_admissions(drain, expected):
+def test_drain_correction_counts_at_most_the_admissions(strategy, drain, expected):
     # a probe right after a cut completes the backlog of earlier admissions: 80 flows/s
-    # complete while 20/s are admitted; only 20 of them are the probe's own
-    p = SessionParams(settle_windows=0, measure_windows=1, drain_correction=drain)
+    # complete while 20/s are admitted; only 20 of them are the probe's own (strategy 2
+    # too: without it its search on BMv2 took such a probe for the best and gated at a
+    # third below the knee)
+    p = SessionParams(
+        strategy=strategy, settle_windows=0, measure_windows=1, drain_correction=drain
+    )
     c = SessionController(p)
     c.update(admitted_syns=200.0, completions=20.0, window_s=1.0, offered_syns=200.0)
     assert c.phase is Phase.SEARCH and c.admit_fps is not None

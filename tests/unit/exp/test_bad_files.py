@@ -167,6 +167,30 @@ CASES = {
         GOOD + '\n[[expect]]\nmetric = "goodput"\nmin = 0.9\n',
         ["expect[1] (goodput): there are no bulk TCP flows to measure"],
     ),
+    "capacity_change_unknown_port": (
+        GOOD.replace(
+            "\n[experiment]",
+            'capacity_changes = [{ at = "5s", port = "s1->s3", capacity = "200pkt/s" }]\n'
+            "\n[experiment]",
+        ),
+        ["capacity_changes[0]: unknown port 's1->s3'", "ports are", "s1->s2"],
+    ),
+    "capacity_change_after_end": (
+        GOOD.replace(
+            "\n[experiment]",
+            'capacity_changes = [{ at = "10s", port = "s1->s2", capacity = "200pkt/s" }]\n'
+            "\n[experiment]",
+        ),
+        ["capacity_changes[0]: at 10 s is not before the end (10 s)"],
+    ),
+    "capacity_change_bad_rate": (
+        GOOD.replace(
+            "\n[experiment]",
+            'capacity_changes = [{ at = "5s", port = "s1->s2", capacity = "half" }]\n'
+            "\n[experiment]",
+        ),
+        ["capacity_changes[0].capacity"],
+    ),
     "unknown_phase": (
         GOOD + '\n[[expect]]\nmetric = "drops"\nmax = 0\nphase = "stedy"\n',
         ["unknown phase 'stedy'", "did you mean 'steady'"],

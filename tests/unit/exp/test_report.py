@@ -139,3 +139,45 @@ def test_report_renders_the_newest_sweep_one_row_per_point(tmp_path: Path) -> No
     assert "| 500ms | 1s | lestas | s1->s2 | 0.99 | 103 | 0 | utilisation pass 0.99 |" in text
     assert "sweep-20260101T000000Z" not in text and "0.5 |" not in text  # the newest only
     assert "No run record yet" not in text
+
+
+def test_report_fills_variants_a_partial_run_left_out_from_older_records(
+    tmp_path: Path,
+) -> None:
+    from fairgate_exp.report import newest_runs
+
+    results = tmp_path / "results"
+
+    def record(run_id: str, rates: dict[str, float], variants: list[str]) -> None:
+        run = results / "gates" / run_id
+        run.mkdir(parents=True)
+        exp = {"experiment": {"algorithms": ["none"]}, "variants": [{"name": n} for n in variants]}
+        (run / "experiment.json").write_text(json.dumps(exp))
+        summary = {
+            "experiment": "gates",
+            "run_id": run_id,
+            "engine": "sim",
+            "scale": "file",
+            "factor": 1.0,
+            "algos": list(rates),
+            "results": {v: {"tcp": {"up": {"completion_rate_per_s": r}}} for v, r in rates.items()},
+            "verdicts": [
+                {"expect": 0, "metric": "completion_rate", "algo": v, "passed": True} for v in rates
+            ],
+        }
+        (run / "summary.json").write_text(json.dumps(summary))
+
+    record("20260101T000000Z-sim-file-a", {"static": 40.0, "search": 30.0, "gone": 1.0}, [])
+    record("20260102T000000Z-sim-file-b", {"static": 41.0, "search": 31.0}, ["static", "search"])
+    record("20260103T000000Z-sim-file-c", {"search": 45.0}, ["static", "search"])
+    merged = newest_runs(results)["gates"][("sim", "file")]
+    # the newest run's search, the static from the one before; nothing of a variant the
+    # file no longer has; every record used is named
+    assert merged["algos"] == ["static", "search"]
+    assert merged["results"]["search"]["tcp"]["up"]["completion_rate_per_s"] == 45.0
+    assert merged["results"]["static"]["tcp"]["up"]["completion_rate_per_s"] == 41.0
+    assert [Path(d).name for d in merged["_dirs"]] == [
+        "20260103T000000Z-sim-file-c",
+        "20260102T000000Z-sim-file-b",
+    ]
+    assert {v["algo"] for v in merged["verdicts"]} == {"static", "search"}

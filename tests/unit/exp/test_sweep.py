@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import distributed
 import pytest
@@ -89,3 +90,45 @@ def test_sweep_on_a_dask_local_cluster(tmp_path: Path) -> None:
             say=lambda _m: None,
         )
     _check(out)
+
+
+def test_bmv2_sweep_runs_points_one_after_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On BMv2 every point is its own lab, run in this process in grid order (the labs
+    themselves are exercised by the lab runs; here: the sequencing and the table)."""
+    import fairgate_exp.sweep as sweep
+
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    calls: list[tuple[str, str]] = []
+
+    def fake_point(
+        doc: dict[str, Any], *_args: Any, engine: str = "sim", say: Any = None
+    ) -> dict[str, Any]:
+        calls.append((doc["links"][0]["capacity"], engine))
+        verdict = {"algo": "qfcp", "expect": 0, "metric": "flow_rate", "passed": True}
+        run_dir = tmp_path / f"run-{len(calls)}"
+        return {"run_dir": str(run_dir), "summary": {"verdicts": [{**verdict, "measured": 1}]}}
+
+    monkeypatch.setattr(sweep, "run_point", fake_point)
+    out = sweep.run_sweep(
+        str(path), None, None, tmp_path / "res", say=lambda _m: None, engine="bmv2"
+    )
+    assert calls == [("300pkt/s", "bmv2"), ("600pkt/s", "bmv2")]
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert [r["run"] for r in rows] == ["run-1", "run-2"]
+    with pytest.raises(ValueError, match="one lab at a time"):
+        sweep.run_sweep(str(path), None, None, tmp_path / "res", workers=2, engine="bmv2")
+
+
+def test_bmv2_sweep_with_workers_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairgate_exp.__main__ import main
+
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    code = main(["run", str(path), "--engine", "bmv2", "--workers", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "one lab at a time" in err, err

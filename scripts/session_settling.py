@@ -1,0 +1,139 @@
+"""Section V of Kasera et al. from run folders: per regime (the file's phases: a load or
+capacity change starts each), the best static gate's completion rate and, per search
+variant, when it detected the change, when it settled and how close it stayed.
+
+Completions: the flows whose end (arrival + FCT) falls in each ``--bin`` seconds (tcp.csv,
+every generator). A static gate's rate in a regime is its mean over the regime after
+``--steady`` seconds (its own transient excluded); the best of them is the reference B. A
+search variant has **settled** ``T`` seconds after the change when every bin from then to
+the regime's end completes at least (1 - ``--within``) x B; **detected**: the first
+restart of its search after the change (the gate opens: ``admit_fps`` None in
+controller.jsonl, s1's gated port). Several run folders of the same file (variants run in
+separate processes) are read together; a variant in several of them is taken from the
+last one given.
+
+``python scripts/session_settling.py /work/results/session-control-capacity/<run> [...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from fairgate_exp.units import parse_time
+
+
+def bins_of(rows: list[dict[str, str]], width: float, end: float) -> list[float]:
+    """Completed flows/s per bin of ``width`` seconds over [0, end)."""
+    counts = [0] * math.ceil(end / width)
+    for r in rows:
+        if r["outcome"] != "completed" or not r["fct_s"]:
+            continue
+        t = float(r["scheduled_s"]) + float(r["fct_s"])
+        if 0 <= t < end:
+            counts[int(t // width)] += 1
+    return [c / width for c in counts]
+
+
+def mean_rate(bins: list[float], width: float, lo: float, hi: float) -> float:
+    sel = bins[round(lo / width) : round(hi / width)]
+    return sum(sel) / len(sel) if sel else float("nan")
+
+
+def settle_time(
+    bins: list[float], width: float, lo: float, hi: float, floor: float, span: int = 1
+) -> float | None:
+    """Seconds after ``lo`` from which the mean of every ``span`` consecutive bins up to
+    ``hi`` is >= ``floor`` (None: never)."""
+    first, last = round(lo / width), round(hi / width)
+    span = max(1, min(span, last - first))
+    settled: int | None = None
+    for i in range(last - span, first - 1, -1):
+        if sum(bins[i : i + span]) / span < floor:
+            break
+        settled = i
+    return None if settled is None else settled * width - lo
+
+
+def detections(run: Path, variant: str, port: tuple[str, int]) -> list[float]:
+    """Times the search restarted (its gate went from a rate to none)."""
+    path = run / variant / "controller.jsonl"
+    out: list[float] = []
+    if not path.exists():
+        return out
+    last: Any = "unset"
+    for line in path.open():
+        r = json.loads(line)
+        if (r.get("switch"), r.get("port")) != port or "admit_fps" not in r:
+            continue
+        a = r["admit_fps"]
+        if a is None and last not in (None, "unset"):
+            out.append(float(r["t"]))
+        last = a
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", type=Path, nargs="+")
+    p.add_argument("--bin", type=float, default=10.0, help="s per completion-rate bin")
+    p.add_argument("--steady", type=float, default=50.0, help="s of a static's transient")
+    p.add_argument("--within", type=float, default=0.10, help="settled: >= (1 - this) x best")
+    p.add_argument("--span", type=float, default=30.0, help="s averaged for settling")
+    args = p.parse_args(argv)
+    rows: dict[str, list[dict[str, str]]] = defaultdict(list)
+    where: dict[str, Path] = {}
+    exp: dict[str, Any] = {}
+    try:
+        for run in args.runs:  # a variant in several runs: the last run given wins
+            exp = json.loads((run / "experiment.json").read_text())
+            mine: dict[str, list[dict[str, str]]] = defaultdict(list)
+            for r in csv.DictReader((run / "tcp.csv").open()):
+                mine[r["algo"]].append(r)
+            for v, rs in mine.items():
+                rows[v], where[v] = rs, run
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"session_settling: {exc}", file=sys.stderr)
+        return 2
+    end = max(parse_time(g["stop"]) for g in exp["tcp"])
+    starts = sorted(parse_time(ph["start"]) for ph in exp["phases"])
+    regimes = list(zip(starts, [*starts[1:], end], strict=True))
+    gated = next(v for v in exp["resolved"]["ports"].values() if v["gate_syn"])
+    port = (gated["switch"], gated["port"])
+    statics = {v["name"] for v in exp["variants"] if v.get("admit_rate") is not None}
+    w = args.bin
+    series = {v: bins_of(rs, w, end) for v, rs in rows.items()}
+    for lo, hi in regimes:
+        rates = {v: mean_rate(series[v], w, lo + args.steady, hi) for v in statics & set(series)}
+        if not rates:
+            print("session_settling: no static gate among the runs", file=sys.stderr)
+            return 2
+        best = max(rates, key=lambda v: rates[v])
+        ref = rates[best]
+        table = ", ".join(f"{v} {rates[v]:.1f}" for v in sorted(rates, key=lambda v: rates[v]))
+        print(f"[{lo:g}, {hi:g}) s: best static {best} {ref:.1f} flows/s ({table})")
+        for v in sorted(set(series) - statics):
+            span = max(1, round(args.span / w))
+            t = settle_time(series[v], w, lo, hi, (1 - args.within) * ref, span)
+            det = [d - lo for d in detections(where[v], v, port) if lo <= d < hi]
+            det_s = f"{det[0]:.1f} s" if det else "no restart"
+            if t is None:
+                print(f"  {v}: detected {det_s}; never settled within {args.within:.0%}")
+                continue
+            after = mean_rate(series[v], w, lo + t, hi)
+            print(
+                f"  {v}: detected {det_s}; settled {t:g} s after the change: "
+                f"{after:.1f} flows/s from then ({after / ref:.0%} of the best static), "
+                f"whole regime {mean_rate(series[v], w, lo, hi):.1f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
