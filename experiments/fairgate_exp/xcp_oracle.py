@@ -21,12 +21,12 @@ utilisation). The flows limited by such a port then get less than their max-min 
 algorithm, in the form of ``oracle.fill``): all unfrozen flows grow at one level t;
 the first port whose r (from the current rates, acks included as non-XCP load) falls
 to t freezes its unfrozen flows at t; repeat. Units as ``oracle.maxmin_pps``: data
-frames per second; acks cost what ``oracle._capacity`` says.
+frames per second; an ack costs ``oracle.XCP_ACK_FRAME`` bytes on a bit/s port.
 """
 
 from __future__ import annotations
 
-from fairgate_exp.oracle import Key, _capacity
+from fairgate_exp.oracle import XCP_ACK_FRAME, Key, _capacity
 from fairgate_exp.plan import FlowPlan, Plan
 
 ALPHA, GAMMA = 0.4, 0.1  # XCP's (beta only acts on a queue, which is 0 at equilibrium)
@@ -104,7 +104,7 @@ def xcp_equilibrium_pps(plan: Plan, flows: list[FlowPlan] | None = None) -> dict
     keys = {k for f in flows for k in (*f.path, *f.ack_path)}
     cap, ack_cost = {}, {}
     for key in keys:
-        cap[key], ack_cost[key] = _capacity(plan, key)
+        cap[key], ack_cost[key] = _capacity(plan, key, XCP_ACK_FRAME)
     paths = {f.name: f.path for f in flows}
     rate = fill_xcp(cap, dict.fromkeys(keys, 0.0), paths)
     for _ in range(200):
@@ -121,8 +121,9 @@ def xcp_equilibrium_pps(plan: Plan, flows: list[FlowPlan] | None = None) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fairgate_exp.xcp_oracle SEED [--run]``: a random topology's max-min and
-    XCP equilibrium per flow, and with ``--run`` what XCP measures in the simulator."""
+    """``python -m fairgate_exp.xcp_oracle SEED|FILE [--scale S] [--run]``: a random
+    topology's (or an experiment file's) max-min and XCP equilibrium per flow, and with
+    ``--run`` what XCP measures in the simulator (random topologies)."""
     import argparse
     import tempfile
     from pathlib import Path
@@ -130,27 +131,35 @@ def main(argv: list[str] | None = None) -> int:
     from fairgate_exp.check import check
     from fairgate_exp.driver import run_algo
     from fairgate_exp.engines.sim import SimEngine
-    from fairgate_exp.load import validate
+    from fairgate_exp.load import load, validate
     from fairgate_exp.oracle import maxmin_pps
     from fairgate_exp.plan import build_plan
     from fairgate_exp.randtopo import random_experiment
 
     ap = argparse.ArgumentParser(prog="python -m fairgate_exp.xcp_oracle")
-    ap.add_argument("seed", type=int)
+    ap.add_argument("what", help="a random topology's seed, or an experiment file")
+    ap.add_argument("--scale", default=None, help="the file's scale (default: its first)")
     ap.add_argument("--run", action="store_true", help="also run XCP in the simulator")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "random.toml"
-        exp = validate(random_experiment(args.seed, ["xcp"]), path)
-        check(exp)
-        plan = build_plan(exp, path, None)
-        mm, eq = maxmin_pps(plan), xcp_equilibrium_pps(plan)
+        if args.what.isdigit():
+            path = Path(tmp) / "random.toml"
+            exp = validate(random_experiment(int(args.what), ["xcp"]), path)
+            check(exp)
+            plan = build_plan(exp, path, None)
+            title = exp.experiment.title
+        else:
+            plan = load(args.what, args.scale)
+            title = f"{args.what}, scale {plan.scale}"
+        mm, eq = maxmin_pps(plan, ack_frame=XCP_ACK_FRAME), xcp_equilibrium_pps(plan)
         got: dict[str, float] = {}
         if args.run:
             res = run_algo(plan, SimEngine(), "xcp", Path(tmp) / "xcp", lambda _m: None)
             for v in res["verdicts"]:
-                got = {n: f["measured_pps"] for n, f in v.detail["flows"].items()}
-    print(f"{exp.experiment.title}; pkt/s")
+                if v.metric == "maxmin":
+                    got = {n: f["measured_pps"] for n, f in v.detail["flows"].items()}
+    mbps = plan.frame * 8 / 1e6
+    print(f"{title}; pkt/s (x {mbps:g} = Mbit/s)")
     print("flow      max-min  XCP-eq  eq-off" + ("  measured  vs-maxmin  vs-eq" if got else ""))
     for n in mm:
         row = f"{n:<8}{mm[n]:9.2f}{eq[n]:8.2f}{abs(eq[n] - mm[n]) / mm[n]:8.1%}"
