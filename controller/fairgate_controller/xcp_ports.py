@@ -7,8 +7,7 @@ earliest port is due (``next_due``; on BMv2 and in the simulator alike, both cal
 of a tick: one read serves ports due close together) gets an ``XcpSample`` from
 the deltas of its own counters since its own last update (``telemetry.xcp_sample``:
 arrivals, the queue-depth, RTT and xcp_ratio histograms), its controller's xi_p and
-xi_n are encoded
-(``xcp_math.encode_factor``) and written to ``xcp_factors``. Pure apart from the
+xi_n are encoded (``xcp_math.encode_factor``) and written to ``xcp_factors``. Pure apart from the
 entities it returns: no I/O, no clock (``now`` is passed in).
 """
 
