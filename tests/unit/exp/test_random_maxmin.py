@@ -7,8 +7,9 @@ Low, Andrew and Wydrowski, INFOCOM 2005), which is max-min at a single link but 
 network: a port whose flows are partly limited elsewhere settles with spare capacity,
 because those flows get their share of its positive feedback and cannot use it. Where
 that equilibrium is max-min (seeds 2, 5: within 1 %) XCP is also held to 10 % of max-min;
-where it is not (seed 1: 10.3 % from max-min, s4->s1 at 92 % utilisation; seed 6: 6.8 %),
-the flows it shortchanges must measure nearer to it than to max-min."""
+where it is not (seed 1: 10.4 % from max-min; seed 6: 6.9 %; seed 8: 27.5 %, f5 at 51.3
+pkt/s instead of 70.8, measured 52.0), the flows it shortchanges must measure nearer to it
+than to max-min (``python -m fairgate_exp.xcp_oracle SEED --run`` prints them)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from fairgate_exp.randtopo import random_experiment
 from fairgate_exp.xcp_oracle import xcp_equilibrium_pps
 
 SEEDS = (1, 2, 5, 6)  # graphs with cycles (1, 2) and trees (5, 6)
+XCP_SEEDS = (*SEEDS, 8)  # seed 8: XCP's equilibrium gives f5 27.5 % less than max-min
 TOLERANCE = 0.10
 SAME = 0.01  # XCP's equilibrium "is" max-min when no flow differs by more than this
 
@@ -68,7 +70,7 @@ def test_random_topology_maxmin(seed: int, algo: str, tmp_path: Path) -> None:
     assert worst <= TOLERANCE, detail
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", XCP_SEEDS)
 def test_random_topology_xcp_reaches_its_equilibrium(seed: int, tmp_path: Path) -> None:
     eq = xcp_equilibrium_pps(plan_of(seed, "xcp", tmp_path))
     worst, detail = run_seed(seed, "xcp", tmp_path)
