@@ -258,13 +258,14 @@ class SwitchAgent:
 
     def next_wakeup(self, started: float) -> float:
         """When the loop reads next: the earliest port deadline, or one default
-        interval after `started` while there is no baseline; with XCP also its tick."""
+        interval after `started` while there is no baseline; with XCP also the end of
+        its earliest port's interval."""
         if self.prev is None or not self.port_due:
             due = started + self.period_s
         else:
             due = min(self.port_due.values())
-        if self.xcp is not None:
-            due = min(due, started + self.xcp_tick_s())
+        if self.xcp is not None:  # and XCP's earliest port
+            due = min(due, self.xcp.next_due(started + self.xcp_tick_s()))
         return due
 
     def queue_settings(self) -> list[QueueSetting]:
@@ -461,12 +462,6 @@ class SwitchAgent:
         now = self.clock()
         self._start_ficcrd_read()
         snap = await self.read_snapshot(sw)
-        xcp_writes, xcp_info = self.xcp.step(snap, now) if self.xcp else ([], {})
-        if xcp_writes:
-            await sw.modify(xcp_writes)
-        self.xcp_pending.update(xcp_info)
-        if self.xcp is not None:
-            self.xcp_tick_s()
         writes, meters = self.tick(snap, now)
         if writes:
             await sw.modify(writes)
@@ -493,10 +488,18 @@ class SwitchAgent:
     def tick(self, snap: Snapshot, now: float) -> tuple[list[Any], list[Any]]:
         """One read of the counters at `now`: every port whose interval has ended is
         measured since its own last read and controlled; the others wait. Returns
-        the entities to write (rates, meters). Pure but for the agent's own state."""
+        the entities to write (rates and XCP factors, meters). Pure but for the
+        agent's own state; the simulator calls it too, so both engines run this code.
+        XCP first: every XCP port whose own d has elapsed gets new factors
+        (``XcpPorts.step``), and its diagnostics go into the port's next record."""
+        xcp_writes: list[Any] = []
+        if self.xcp is not None:
+            xcp_writes, xcp_info = self.xcp.step(snap, now)
+            self.xcp_pending.update(xcp_info)
+            self.xcp_tick_s()
         if self.prev is None:
             self.baseline(snap, now)
-            return [], []
+            return xcp_writes, []
         self.prev, self.prev_t = snap, now
         due = [p.port for p in self.ports if self.port_due.get(p.port, now) <= now + DUE_SLACK_S]
         groups: dict[int, list[int]] = {}
@@ -514,7 +517,7 @@ class SwitchAgent:
                     self.spec.name,
                 )
                 self.baseline(snap, now)
-                return [], []
+                return xcp_writes, []
             if now - then <= 0:
                 continue
             w, m = self.compute(delta, now - then, ports)
@@ -523,7 +526,7 @@ class SwitchAgent:
         for port in due:
             self.port_prev[port] = (snap, now)
             self.port_due[port] = now + self.interval_of(port)
-        return writes, meters
+        return xcp_writes + writes, meters
 
     def compute(
         self, delta: Snapshot, period: float, ports: list[int] | None = None

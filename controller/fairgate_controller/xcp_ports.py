@@ -1,12 +1,13 @@
 """XCP on a real switch: one XcpController per port, each on its own interval.
 
 Each port's control interval is its measured average RTT d (the controller's
-``interval_s``), so ports run on different clocks. The agent's loop reads the
-counters every tick (shorter than every port's d); a port whose interval has
-elapsed gets an ``XcpSample`` from the deltas of its own counters since its own
-last update (``telemetry.xcp_sample``: arrivals, the queue-depth, RTT and
-xcp_ratio histograms), its controller's xi_p and xi_n are encoded
-(``xcp_math.encode_factor``) and written to ``xcp_factors``. Pure apart from the
+``interval_s``), so ports run on different clocks. The agent's loop wakes when the
+earliest port is due (``next_due``; on BMv2 and in the simulator alike, both call
+``SwitchAgent.tick``); a port whose interval has elapsed (or will within a quarter
+of a tick: one read serves ports due close together) gets an ``XcpSample`` from
+the deltas of its own counters since its own last update (``telemetry.xcp_sample``:
+arrivals, the queue-depth, RTT and xcp_ratio histograms), its controller's xi_p and
+xi_n are encoded (``xcp_math.encode_factor``) and written to ``xcp_factors``. Pure apart from the
 entities it returns: no I/O, no clock (``now`` is passed in).
 """
 
@@ -70,6 +71,13 @@ class XcpPorts:
 
     def min_interval_s(self) -> float:
         return min((p.ctl.interval_s for p in self.ports.values()), default=1.0)
+
+    def next_due(self, default: float) -> float:
+        """When the earliest port's interval ends; ``default`` while a port has no
+        baseline yet (the next read gives it one)."""
+        if any(p.prev is None for p in self.ports.values()):
+            return default
+        return min((p.prev_t + p.ctl.interval_s for p in self.ports.values()), default=default)
 
     def step(self, snap: Snapshot, now: float) -> tuple[list[Any], dict[int, dict[str, Any]]]:
         """Update every port whose interval has elapsed: (xcp_factors writes,

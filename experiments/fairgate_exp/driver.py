@@ -26,7 +26,7 @@ from fairgate_exp.metrics import (
     tcp_summaries,
     window_drops,
 )
-from fairgate_exp.oracle import maxmin_pps
+from fairgate_exp.oracle import ack_frame_of, maxmin_pps
 from fairgate_exp.plan import CapacityChangePlan, CmPlan, FlowPlan, Plan, TcpPlan
 
 Say = Callable[[str], None]
@@ -255,7 +255,7 @@ def run(
             ]
         port_rows_all += [{"algo": algo, **r} for r in res["rows"]]
         verdicts += res["verdicts"]
-        per_algo[algo] = _algo_summary(p, res)
+        per_algo[algo] = _algo_summary(p, res, algo)
         if progress is None:
             for v in res["verdicts"]:
                 say("  " + v.line())
@@ -329,14 +329,14 @@ def _bulk_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
+def _algo_summary(plan: Plan, res: dict[str, Any], algo: str) -> dict[str, Any]:
     """Per window (after warm-up, then each phase): the mean rate of every flow active
     over the whole window beside its max-min share, and each measured port's figures."""
     windows = [("run", plan.warmup_s, plan.duration_s), *plan.phases]
     out: dict[str, Any] = {"windows": {}}
     for label, t0, t1 in windows:
         active = active_in(plan, t0, t1)
-        oracle = maxmin_pps(plan, active)
+        oracle = maxmin_pps(plan, active, ack_frame_of(algo))
         flows = {}
         for f in active:
             got = mean_in(res["rates"].get(f.name, []), t0, t1)

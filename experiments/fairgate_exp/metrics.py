@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairgate_exp import units
-from fairgate_exp.oracle import bottlenecks, maxmin_pps
+from fairgate_exp.oracle import ack_frame_of, bottlenecks, maxmin_pps
 from fairgate_exp.plan import FlowPlan, Plan
 from fairgate_exp.schema import Expect
 from fairgate_hosts.traffic.records import FlowRecord, summarize
@@ -317,7 +317,7 @@ def _judge_convergence(
     """convergence: seconds from the last join of the flows active over the window until
     every one stays within ``within`` of its max-min share to the window's end (rates
     averaged over the trailing ``CONVERGENCE_SMOOTH_S``)."""
-    oracle = maxmin_pps(plan, active)
+    oracle = maxmin_pps(plan, active, ack_frame_of(algo))
     judged = [f for f in active if f.name in names]
     start = max((f.start_s for f in judged), default=0.0)
     shares = {f.name: oracle[f.name] for f in judged}
@@ -352,7 +352,7 @@ def _judge_one(
     if e.metric == "convergence":
         return _judge_convergence(plan, algo, i, e, rates, active, names, t1)
     if e.metric in ("maxmin", "jain"):
-        oracle = maxmin_pps(plan, active)
+        oracle = maxmin_pps(plan, active, ack_frame_of(algo))
         errs, ratios = {}, {}
         for f in active:
             if f.name not in names:

@@ -16,19 +16,25 @@ rate until a port is full or a flow reaches its ``max_rate``; those freeze, the 
 from __future__ import annotations
 
 from fairgate_exp.plan import LINE_RATE_BPS, FlowPlan, Plan
-from fairgate_p4.header import HEADER_BYTES
+from fairgate_p4.header import HEADER_BYTES, XCP_HEADER_BYTES
 
 ACK_FRAME = HEADER_BYTES + 42  # the receiver's ack: rate header echoed in a UDP datagram
+XCP_ACK_FRAME = ACK_FRAME + XCP_HEADER_BYTES  # XCP's ack echoes its header too
 Key = tuple[str, int]
 
 
-def _capacity(plan: Plan, key: Key) -> tuple[float, float]:
+def ack_frame_of(algo: str) -> int:
+    """The ack's frame size in bytes under ``algo`` (XCP's carries its header too)."""
+    return XCP_ACK_FRAME if algo == "xcp" else ACK_FRAME
+
+
+def _capacity(plan: Plan, key: Key, ack_frame: int = ACK_FRAME) -> tuple[float, float]:
     """(capacity in data frames/s, cost of one ack in data frames) of a port."""
     p = plan.ports[key]
     if p.pps is not None:
         return p.pps, 1.0
     bps = p.bps if p.bps is not None else LINE_RATE_BPS
-    return bps / (8 * plan.frame), ACK_FRAME / plan.frame
+    return bps / (8 * plan.frame), ack_frame / plan.frame
 
 
 def fill(
@@ -58,13 +64,16 @@ def fill(
     return rate
 
 
-def maxmin_pps(plan: Plan, flows: list[FlowPlan] | None = None) -> dict[str, float]:
-    """Max-min rates in data frames/s of ``flows`` (default: all), as if all were active."""
+def maxmin_pps(
+    plan: Plan, flows: list[FlowPlan] | None = None, ack_frame: int = ACK_FRAME
+) -> dict[str, float]:
+    """Max-min rates in data frames/s of ``flows`` (default: all), as if all were active;
+    acks of ``ack_frame`` bytes (``ack_frame_of(algo)``)."""
     flows = plan.flows if flows is None else flows
     keys = {k for f in flows for k in (*f.path, *f.ack_path)}
     cap, ack_cost = {}, {}
     for key in keys:
-        cap[key], ack_cost[key] = _capacity(plan, key)
+        cap[key], ack_cost[key] = _capacity(plan, key, ack_frame)
     limit = {
         f.name: f.max_rate_bps / (8 * plan.frame) if f.max_rate_bps is not None else float("inf")
         for f in flows

@@ -12,13 +12,12 @@ replaced; P4Runtime latency is taken as zero. With ``ControlConfig.ficcrd`` the
 switches get the controller's FICCRD table entries and clone sessions
 (``ficcrd.table_entries`` / ``clone_sessions``, what ``install()`` writes).
 
-With ``algo = "xcp"`` every switch port also gets its own XCP timer (``_xcp_period``):
-at each expiry the deltas of the port's counters since the last one (arrivals,
-departures, queue-depth, RTT and xcp_ratio histograms, what BMv2 gives) make an
-``XcpSample`` through ``telemetry.xcp_sample``, ``XcpController`` computes xi_p and
-xi_n, their Q8.8 encoding (``xcp_math.encode_factor``) goes into the switch's
-``xcp_factors``, and the next expiry is one average RTT d later (d from the sample, as
-the paper's control interval). Before the first expiry a port holds an idle port's factors.
+With ``algo = "xcp"`` the agent's own ``XcpPorts`` (xcp_ports.py) runs inside
+``SwitchAgent.tick``, as on BMv2: every XCP port whose d has elapsed gets xi_p and xi_n
+from the deltas of its own counters, and the loop wakes as ``next_wakeup`` says (XCP's
+tick included). The adapter writes the factors it changed into the switch's
+``xcp_factors``; before the first update a port holds an idle port's factors (what
+``install()`` writes).
 """
 
 from __future__ import annotations
@@ -29,10 +28,7 @@ from typing import Any
 
 from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
-from fairgate_controller.algorithms import XcpController, XcpSample
 from fairgate_controller.records import Recorder
-from fairgate_controller.telemetry import Snapshot, counter_deltas, xcp_sample
-from fairgate_p4.xcp_math import encode_factor
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
@@ -57,12 +53,6 @@ class SimController:
     recorder: MemoryRecorder = field(default_factory=MemoryRecorder)
     start_s: float = 0.0
     agents: dict[str, SwitchAgent] = field(default_factory=dict)
-    xcp: dict[tuple[str, int], XcpController] = field(default_factory=dict)
-    xcp_records: list[dict[str, Any]] = field(default_factory=list)
-    _xcp_prev: dict[tuple[str, int], tuple[float, Snapshot]] = field(default_factory=dict)
-    # per switch: port -> its last XCP update since the switch's last period, added to
-    # that port's period record as the BMv2 agent does (xcp_ports.XcpPorts.step's keys)
-    _xcp_info: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
     # per switch: its FICCRD state, whose registers the agent's records read
     ficcrd: dict[str, SimFiccrd] = field(default_factory=dict)
 
@@ -99,57 +89,15 @@ class SimController:
                 self.ficcrd[name] = ficcrd
             self.agents[name] = agent
             clock.at(self.start_s, self._period, name)
-            if self.config.algo == "xcp":
-                for port in agent.ports:
-                    ctl = self.xcp[(name, port.port)] = XcpController(port.capacity_Bps)
-                    # an idle port's factors until the first interval ends
-                    idle = ctl.update(XcpSample(0.0, 0.0, 0.0, None, 0.0, ctl.interval_s))
-                    sw.set_xcp_factors(
-                        port.port, encode_factor(idle.xi_p), encode_factor(idle.xi_n)
-                    )
-                    clock.at(self.start_s, self._xcp_period, name, port.port)
-
-    def _xcp_period(self, name: str, port: int) -> None:
-        """One XCP control interval of one port; the next one is d later."""
-        clock, sw = self.net.clock, self.net.switches[name]
-        agent, ctl = self.agents[name], self.xcp[(name, port)]
-        snap, now = sw.port_snapshot(port), clock.now
-        prev = self._xcp_prev.get((name, port))
-        self._xcp_prev[(name, port)] = (now, snap)
-        if prev is not None and now > prev[0]:
-            delta, _reset = counter_deltas(prev[1], snap)
-            sample = xcp_sample(
-                delta, port, now - prev[0], agent.qbuckets, agent.rbuckets, sw.xbuckets
-            )
-            d = ctl.update(sample)
-            lg_p, lg_n = encode_factor(d.xi_p), encode_factor(d.xi_n)
-            sw.set_xcp_factors(port, lg_p, lg_n)
-            self._xcp_info.setdefault(name, {})[port] = {
-                "xcp_interval_s": sample.interval_s,
-                "xcp_sum_s_bytes": sample.sum_s_bytes,
-                "xcp_sum_rtt_s_over_cwnd": sample.sum_rtt_s_over_cwnd,
-                "xcp_lg_xi_p": lg_p,
-                "xcp_lg_xi_n": lg_n,
-                **{f"xcp_{k}": v for k, v in d.diagnostics.items()},
-            }
-            self.xcp_records.append(
-                {
-                    "t": round(now, 4),
-                    "switch": name,
-                    "port": port,
-                    "lg_xi_p": lg_p,
-                    "lg_xi_n": lg_n,
-                    "interval_s": sample.interval_s,
-                    **d.diagnostics,
-                }
-            )
-        clock.after(ctl.interval_s, self._xcp_period, name, port)
+            if agent.xcp is not None:  # install(): bucket bounds and idle factors
+                sw.xbuckets = agent.xcp.xbuckets
+                for port, xp in agent.xcp.ports.items():
+                    sw.set_xcp_factors(port, *xp.factors)
 
     def _period(self, name: str) -> None:
         clock = self.net.clock
         agent, sw = self.agents[name], self.net.switches[name]
         now = clock.now
-        agent.xcp_pending.update(self._xcp_info.pop(name, {}))
         fic = self.ficcrd.get(name)
         if fic is not None:  # what the BMv2 agent reads over Thrift
             agent.ficcrd_regs = {
@@ -164,6 +112,10 @@ class SimController:
         if self.config.algo != "none":
             for port, (kbps, congested) in agent.feedback.items():
                 sw.set_feedback(port, kbps, congested)
+        if agent.xcp is not None:  # the xcp_factors entries tick() wrote
+            for port, xp in agent.xcp.ports.items():
+                if sw.xcp_factors.get(port) != xp.factors:
+                    sw.set_xcp_factors(port, *xp.factors)
         for entry in meters:
             cfg = entry.config
             if cfg is None:

@@ -171,3 +171,25 @@ def test_counter_reset_rebaselines_the_port() -> None:
             assert factors(fake)[BOTTLENECK] != idle[BOTTLENECK]
 
     run(scenario())
+
+
+def test_tick_runs_xcp_and_the_loop_wakes_when_the_earliest_port_is_due() -> None:
+    """The pure path both engines call: tick() gives each XCP port its first baseline,
+    then updates a port (writes its factors) exactly when its own d has elapsed, and
+    next_wakeup is that moment, not a fixed tick."""
+    clock = Clock()
+    agent = agent_for(parse(dumbbell()), clock, algo="xcp", period_s=None)
+    assert agent.xcp is not None
+    empty: dict[str, dict[int, tuple[int, int]]] = {}
+    start = clock.t
+    writes, _ = agent.tick(empty, clock.t)  # baselines
+    assert writes == []
+    d = agent.xcp.ports[BOTTLENECK].ctl.interval_s  # d(0) = 0.05 s on every port
+    assert agent.next_wakeup(clock.t) == pytest.approx(clock.t + d)
+    clock.t += d / 2
+    agent.tick(empty, clock.t)  # nobody due yet
+    assert all(p.prev_t == start for p in agent.xcp.ports.values())
+    clock.t += d / 2
+    agent.tick(empty, clock.t)  # every port's d has elapsed: all updated
+    assert all(p.prev_t == clock.t for p in agent.xcp.ports.values())
+    assert agent.next_wakeup(clock.t) == pytest.approx(clock.t + d)

@@ -48,3 +48,24 @@ def test_file_meets_its_expectations_at_lab_scale(
     assert checked >= 2
     (run_dir,) = [p for p in tmp_path.glob(f"{name}/*") if not p.is_symlink()]
     assert (run_dir / "summary.json").exists()
+
+
+def test_two_bottleneck_xcp_sits_at_xcp_equilibrium_not_max_min(tmp_path: Path) -> None:
+    """QFCP Fig. 4's network under XCP: router 2 shares its positive feedback among all
+    three flows, flows 1-2 cannot use theirs, and it settles with spare capacity (Low,
+    Andrew, Wydrowski 2005). The file's XCP expectations (10 / 10 / 25.4 Mbit/s, router
+    2 >= 0.85) must be the oracle's equilibrium, and the run must meet them."""
+    from fairgate_exp import units
+    from fairgate_exp.xcp_oracle import xcp_equilibrium_pps
+
+    plan = load("two-bottleneck", "lab")
+    eq = xcp_equilibrium_pps(plan)
+    for e in plan.file.expect:
+        if e.metric == "flow_rate" and e.algorithms == ["xcp"]:
+            want = units.parse_rate(e.value).scaled(plan.factor).pps(plan.frame)
+            for n in e.flows:
+                assert want == pytest.approx(eq[n], rel=0.005), (n, want, eq)
+    _, summary = run(plan, SimEngine, "sim", tmp_path, ["xcp"], say=lambda _m: None)
+    verdicts = [v for v in summary["verdicts"] if v["algo"] == "xcp"]
+    assert {v["metric"] for v in verdicts} >= {"flow_rate", "utilisation", "drops"}
+    assert all(v["passed"] for v in verdicts), [v for v in verdicts if not v["passed"]]

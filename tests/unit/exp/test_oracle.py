@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fairgate_exp.load import validate
-from fairgate_exp.oracle import ACK_FRAME, maxmin_pps
+from fairgate_exp.oracle import ACK_FRAME, XCP_ACK_FRAME, ack_frame_of, maxmin_pps
 from fairgate_exp.plan import build_plan
 
 HOSTS = """
@@ -92,8 +92,11 @@ flows = [
 ]
 """
     )
-    r = maxmin_pps(plan)
     frame = plan.frame
-    want = (2e6 / (8 * frame)) - r["f2"] * ACK_FRAME / frame
-    assert r["f2"] == pytest.approx(1e6 / (8 * frame))
-    assert r["f1"] == pytest.approx(want, rel=1e-4)
+    for algo in ("qfcp", "xcp"):  # XCP's acks echo its 12-byte header too
+        ack = ack_frame_of(algo)
+        r = maxmin_pps(plan, ack_frame=ack)
+        want = (2e6 / (8 * frame)) - r["f2"] * ack / frame
+        assert r["f2"] == pytest.approx(1e6 / (8 * frame))
+        assert r["f1"] == pytest.approx(want, rel=1e-4)
+    assert ack_frame_of("qfcp") == ACK_FRAME == XCP_ACK_FRAME - 12

@@ -17,7 +17,7 @@ KIND_XCP_DATA, KIND_XCP_ACK = g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK
 FRAME = 1200 + 42
 
 
-def xcp_cfg(**kw: int) -> SenderConfig:
+def xcp_cfg(**kw: float) -> SenderConfig:
     base = {"mode": Mode.XCP, "flow_bytes": 1_000_000}
     base.update(kw)
     return SenderConfig(**base)  # type: ignore[arg-type]
@@ -77,12 +77,31 @@ def test_after_an_rtt_the_sender_fills_the_log2_terms() -> None:
     assert (lg_pos, lg_neg) == sender_terms(0.02, FRAME, cwnd)
 
 
-def test_window_never_falls_below_one_packet() -> None:
-    s = SenderCore(xcp_cfg())
+@pytest.mark.parametrize("floor", [1.0, 0.125])
+def test_window_never_falls_below_its_floor(floor: float) -> None:
+    s = SenderCore(xcp_cfg(xcp_min_window_pkts=floor))
     link = Link(s, ReceiverCore(), one_way_us=5000, forward=feedback_switch(-(10**6)))
     link.run(until_us=1_200_000)
-    assert s.cwnd_bytes == FRAME
+    assert s.cwnd_bytes == floor * FRAME
     assert s.stats.acks > 0
+
+
+def test_a_window_under_one_packet_sends_less_than_one_packet_per_rtt() -> None:
+    """The paced sender's point of a floor below s: 1/8 packet per RTT is one packet every
+    8 RTTs (10 ms here), where the paper's floor would send one per RTT."""
+    s = SenderCore(xcp_cfg(xcp_min_window_pkts=0.125))
+    link = Link(s, ReceiverCore(), one_way_us=5000, forward=feedback_switch(-(10**6)))
+    link.run(until_us=1_000_000)
+    sent = s.stats.sent_packets
+    link.run(until_us=3_000_000)
+    # 2 s at one packet per 80 ms (srtt 10 ms) = 25 packets; one per RTT would be 200
+    assert 15 <= s.stats.sent_packets - sent <= 35
+
+
+def test_window_floor_must_be_a_fraction_of_a_packet() -> None:
+    for bad in (0.0, -1.0, 1.5):
+        with pytest.raises(ValueError, match="xcp_min_window_pkts"):
+            xcp_cfg(xcp_min_window_pkts=bad)
 
 
 def test_positive_feedback_grows_the_window_by_its_sum() -> None:
