@@ -191,6 +191,7 @@ class SwitchAgent:
     queue_restores: int = 0
     # perf_counter at the last step's start, read, computed, written (benchmarks)
     times: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    updates: int = 0  # in the last Write
 
     def __post_init__(self) -> None:
         self.ports = self.topo.switch_ports(self.spec.name)
@@ -444,6 +445,7 @@ class SwitchAgent:
 
     async def write(self, sw: fy.Switch, entities: list[Any]) -> None:
         """MODIFY `entities` (rates, XCP factors, meters) in one Write request."""
+        self.updates = len(entities)
         if not entities:
             return
         wire = self._wire(sw)

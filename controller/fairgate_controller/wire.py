@@ -5,7 +5,7 @@ rate, XCP factor and meter that changed). finsy's public API resolves names in t
 P4Info and builds (or decodes) an object per entity on every call; on the hot path
 that costs more than the RPCs (docs/performance.md, "Control loop"). Here:
 
-- ``CounterReader`` builds the ReadRequest once. A counter array is read whole
+- ``CounterReader`` builds and serializes the ReadRequest once. A counter array is read whole
   (one wildcard entity) unless the agent needs at most half of its cells (its own
   ports' cells of a per-port array or histogram): then one entity per cell, so a
   switch with 8 of 16 ports reads 592 cells instead of 1184. The reply is decoded
@@ -25,10 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import finsy as fy
+import grpc
 from finsy.proto import p4r
 
 from fairgate_controller.telemetry import Snapshot
 
+READ_METHOD = "/p4.v1.P4Runtime/Read"
+RPC_TIMEOUT_S = 10.0  # finsy's own
 WILDCARD_BELOW = 0.5
 """A counter is read cell by cell when the agent needs at most this share of its cells."""
 
@@ -64,6 +67,15 @@ class CounterReader:
             else:
                 entities.append(p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=counter.id)))
         self.request = p4r.ReadRequest(device_id=device_id, entities=entities)
+        self._wire = b""
+        self._call: tuple[Any, Any] | None = None  # (channel, its Read multicallable)
+
+    def prepare(self, client: Any) -> None:
+        """Let finsy's client complete the request (its role) and serialize it once."""
+        complete = getattr(client, "_complete_request", None)
+        if complete is not None:
+            complete(self.request)
+        self._wire = self.request.SerializeToString()
 
     def decode(self, replies: Iterable[p4r.ReadResponse]) -> Snapshot:
         """Replies to ``self.request`` -> counter name -> index -> (packets, bytes)."""
@@ -82,8 +94,23 @@ class CounterReader:
         return snap
 
     async def read(self, client: Any) -> Snapshot:
-        """One Read RPC through finsy's client (``fy.Switch._p4client``)."""
-        return self.decode([reply async for reply in client.request_iter(self.request)])
+        """One Read RPC on finsy's client's channel (``fy.Switch._p4client``), the
+        request serialized once (``prepare``); errors are finsy's ``P4ClientError``."""
+        channel = client.channel
+        if not self._wire:
+            self.prepare(client)
+        if self._call is None or self._call[0] is not channel:
+            call = channel.unary_stream(
+                READ_METHOD,
+                request_serializer=None,  # already bytes
+                response_deserializer=p4r.ReadResponse.FromString,
+            )
+            self._call = (channel, call)
+        try:
+            replies = [reply async for reply in self._call[1](self._wire, timeout=RPC_TIMEOUT_S)]
+        except grpc.RpcError as exc:
+            raise fy.P4ClientError(exc, "ReadRequest") from None
+        return self.decode(replies)
 
 
 class UpdateEncoder:
