@@ -45,11 +45,12 @@ TOP = Path(__file__).resolve().parent.parent
 HEADLINE = (1, 8)  # switches, ports
 GRID = ((1, 4), (1, 8), (1, g.FG_MAX_PORTS - 1), (4, 8), (8, 8))
 PARTS = ("read", "compute", "write", "period")
+CPU = "cpu"  # this process's CPU time during the period (1 switch: the period's own)
 GOAL_MS = 5.0
 
 
 def topology(names_addrs: list[tuple[str, str]], ports: int) -> dict[str, Any]:
-    """Switches side by side, each with `ports` hosts; port 1 of each is SYN-gated."""
+    """Switches with `ports` hosts each (port 1 SYN-gated), not linked."""
     hosts = [
         {
             "name": f"h{s}_{i}",
@@ -90,7 +91,7 @@ class Run:
     switches: int
     ports: int
     periods: int
-    times: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in PARTS})
+    times: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in (*PARTS, CPU)})
     cpu_ms: float = 0.0  # this process, per switch-period
     switch_cpu_ms: float = 0.0  # the BMv2 processes, per switch-period
     records: int = 0  # JSON lines written
@@ -131,13 +132,16 @@ async def drive(
         for port in gated:  # every admit rate counts as changed: a meter write each period
             agent.admit[port] = -1.0
         before = agent.periods
+        cpu0 = time.process_time()
         await agent.step(sw)
+        cpu = time.process_time() - cpu0
         t0, t1, t2, t3 = agent.times
         if i >= 0:
             if agent.periods != before + 1 or agent.updates != len(agent.ports) + len(gated):
                 raise RuntimeError("a period did not control and write every port")
             for key, dt in zip(PARTS, (t1 - t0, t2 - t1, t3 - t2, t3 - t0), strict=True):
                 run.times[key].append(dt * 1e3)
+            run.times[CPU].append(cpu * 1e3)
         await asyncio.sleep(period_s)
 
 
@@ -145,12 +149,14 @@ async def measure(
     switches: list[NetnsSwitch], ports: int, periods: int, period_s: float, records: Path
 ) -> tuple[Run, dict[str, dict[str, float]] | None]:
     names = [(f"s{i + 1}", sw.grpc_address) for i, sw in enumerate(switches)]
-    topo = parse(topology(names, ports))
     config = ControlConfig(
         algo="qfcp", session="strategy1", period_s=period_s, session_window_s=period_s / 10
     )
     recorder = Recorder(records)
-    agents = [SwitchAgent(topo.switches[n], topo, config, recorder) for n, _a in names]
+    agents = []
+    for name, addr in names:  # each switch is a network of its own
+        topo = parse(topology([(name, addr)], ports))
+        agents.append(SwitchAgent(topo.switches[name], topo, config, recorder))
     run = Run(len(switches), ports, periods, load_before=load())
     pids = [sw.proc.pid for sw in switches if sw.proc is not None]
     breakdown = None
@@ -279,19 +285,22 @@ def print_runs(runs: list[Run], period_ms: float) -> None:
     head = f"{'switches':>8} {'ports':>5} {'periods':>7} {'cells':>5} {'updates':>7}"
     for k in PARTS:
         head += f" {k + ' p50':>11} {k + ' p99':>11}"
-    head += f" {'max':>7} {'cpu/period':>10} {'bmv2 cpu':>8} {'load after':>16}"
+    head += f" {'max':>7} {'cpu p50':>7} {'cpu p99':>7} {'cpu mean':>8} {'bmv2 cpu':>8}"
+    head += f" {'load after':>16}"
     print(head)
     for r in runs:
         s = r.summary()
         line = f"{r.switches:>8} {r.ports:>5} {r.periods:>7} {r.cells:>5} {r.updates:>7}"
         for k in PARTS:
             line += f" {s[k]['p50_ms']:>11.2f} {s[k]['p99_ms']:>11.2f}"
-        line += f" {s['period']['max_ms']:>7.2f} {r.cpu_ms:>10.2f} {r.switch_cpu_ms:>8.2f}"
+        line += f" {s['period']['max_ms']:>7.2f} {s[CPU]['p50_ms']:>7.2f} {s[CPU]['p99_ms']:>7.2f}"
+        line += f" {r.cpu_ms:>8.2f} {r.switch_cpu_ms:>8.2f}"
         line += f" {' '.join(f'{x:.2f}' for x in r.load_after):>16}"
         print(line)
     print(
-        "cpu/period: this process's CPU time per switch-period (gRPC's threads included); "
-        "bmv2 cpu: the switches' (ms)"
+        "cpu p50/p99: this process's CPU time during a period (gRPC's threads included; with "
+        "several switches, others' work interleaves); cpu mean: the process's CPU time over "
+        "the run per switch-period; bmv2 cpu: the switches' CPU time per switch-period"
     )
 
 
@@ -308,7 +317,9 @@ def main() -> int:
     parser.add_argument("--periods", type=int, default=500, help="per run (and per switch)")
     parser.add_argument("--period-ms", type=float, default=10.0, help="each switch's timer")
     parser.add_argument(
-        "--only-headline", action="store_true", help="1 switch, 8 ports only (no grid)"
+        "--runs",
+        default=",".join(f"{n}x{p}" for n, p in GRID),
+        help="switches x ports of each run, comma-separated (the headline 1x8 always runs)",
     )
     parser.add_argument("--out", type=Path, default=TOP / "results" / "bench" / "control_loop.json")
     args = parser.parse_args()
@@ -316,7 +327,14 @@ def main() -> int:
     reason = missing_switch()
     if reason:
         return skip("control_loop", reason, args.out)
-    grid = [HEADLINE] if args.only_headline else list(GRID)
+    try:
+        grid = [tuple(int(x) for x in r.split("x")) for r in args.runs.split(",")]
+    except ValueError:
+        parser.error(f"--runs: expected e.g. 1x8,4x8, got {args.runs!r}")
+    if any(len(r) != 2 or r[0] < 1 or not 1 <= r[1] < g.FG_MAX_PORTS for r in grid):
+        parser.error(f"--runs: switches >= 1, ports 1..{g.FG_MAX_PORTS - 1}")
+    if HEADLINE not in grid:
+        grid.insert(0, HEADLINE)
     runs: list[Run] = []
     breakdown: dict[str, dict[str, float]] | None = None
     start_load = load()
@@ -358,8 +376,9 @@ def main() -> int:
     verdict = "met" if p99 <= GOAL_MS else "MISSED"
     print(
         f"goal control period p99, 1 switch, 8 ports: <= {GOAL_MS:g} ms: {p99:.2f} ms, {verdict} "
-        f"(p50 {head.summary()['period']['p50_ms']:.2f} ms; CPU {head.cpu_ms:.2f} ms "
-        f"here + {head.switch_cpu_ms:.2f} ms in BMv2 per period)"
+        f"(p50 {head.summary()['period']['p50_ms']:.2f} ms; CPU per period p50 "
+        f"{head.summary()[CPU]['p50_ms']:.2f} / p99 {head.summary()[CPU]['p99_ms']:.2f} ms here "
+        f"+ {head.switch_cpu_ms:.2f} ms mean in BMv2)"
     )
     print(f"load average at the end: {load()}")
     write(

@@ -11,11 +11,12 @@ Then every output port runs on its own timer: its control interval is the
 average RTT d carried by the packets through it in its last interval (Lestas
 et al.; d(0) = 0.05 s, kept while no packet carries one), or the fixed
 ``--period``. The loop wakes when the earliest port is due, makes one Read of
-the counter arrays, and for every port that is due: deltas against that
-port's own last read, one PortMeasurement, the configured algorithm, one
-batched MODIFY of the due ports' rates and congestion flags, and meter writes
-for admit rates that changed. A backup controller (lower election id) reads
-nothing and writes nothing.
+the counter cells of this switch's ports (wire.CounterReader), and for every
+port that is due: deltas against that port's own last read, one
+PortMeasurement, the configured algorithm; then one Write holding the due
+ports' rates and congestion flags, XCP's factors and the meters of admit rates
+that changed (wire.UpdateEncoder). A backup controller (lower election id)
+reads nothing and writes nothing.
 """
 
 from __future__ import annotations
