@@ -637,11 +637,12 @@ class SwitchAgent:
                     congested=d.congested,
                     **{k: v for k, v in d.diagnostics.items() if k not in record},
                 )
-            meter = self._session_step(
-                port.port, m, self.completions(port.port, delta), period, record
-            )
-            if meter is not None:
-                meters.append(meter)
+            if port.port in self.windows:  # gated: its session step (FINs of every port)
+                meter = self._session_step(
+                    port.port, m, self.completions(port.port, delta), period, record
+                )
+                if meter is not None:
+                    meters.append(meter)
             self.recorder.write(record)
         return writes, meters
 
