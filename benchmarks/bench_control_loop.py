@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
 import os
+import pstats
 import statistics
 import sys
 import tempfile
@@ -146,7 +148,12 @@ async def drive(
 
 
 async def measure(
-    switches: list[NetnsSwitch], ports: int, periods: int, period_s: float, records: Path
+    switches: list[NetnsSwitch],
+    ports: int,
+    periods: int,
+    period_s: float,
+    records: Path,
+    profiler: cProfile.Profile | None = None,
 ) -> tuple[Run, dict[str, dict[str, float]] | None]:
     names = [(f"s{i + 1}", sw.grpc_address) for i, sw in enumerate(switches)]
     config = ControlConfig(
@@ -168,12 +175,16 @@ async def measure(
         for agent, fsw in zip(agents, fsws, strict=True):
             await agent.install(fsw)
         c0, s0 = time.process_time(), sum(cpu_s(pid) for pid in pids)
+        if profiler is not None:
+            profiler.enable()
         await asyncio.gather(
             *(
                 drive(agent, fsw, periods, period_s, i * period_s / len(agents), run)
                 for i, (agent, fsw) in enumerate(zip(agents, fsws, strict=True))
             )
         )
+        if profiler is not None:
+            profiler.disable()
         n = periods * len(agents)
         run.cpu_ms = round((time.process_time() - c0) / n * 1e3, 3)
         run.switch_cpu_ms = round((sum(cpu_s(pid) for pid in pids) - s0) / n * 1e3, 3)
@@ -312,6 +323,23 @@ def print_parts(breakdown: dict[str, dict[str, float]]) -> None:
     print("cpu: this process's mean CPU time per call (gRPC's threads included)")
 
 
+def print_profile(profiler: cProfile.Profile, periods: int, top: int = 18) -> None:
+    """The functions with the most own time in the headline run's periods."""
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    total = sum(v[2] for v in stats.values())
+    print(
+        f"cProfile of the headline run: own time per period (us; total {total / periods * 1e6:.0f})"
+    )
+    for (path, line, func), (_cc, calls, tottime, _ct, _callers) in rows:
+        where = f"{Path(path).parent.name}/{Path(path).name}:{line}" if line else path
+        share = 100 * tottime / total
+        print(
+            f"{tottime / periods * 1e6:>8.1f} {share:>5.1f}% {calls / periods:>7.1f}/period"
+            f"  {func} ({where})"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--periods", type=int, default=500, help="per run (and per switch)")
@@ -320,6 +348,9 @@ def main() -> int:
         "--runs",
         default=",".join(f"{n}x{p}" for n, p in GRID),
         help="switches x ports of each run, comma-separated (the headline 1x8 always runs)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the headline run's periods"
     )
     parser.add_argument("--out", type=Path, default=TOP / "results" / "bench" / "control_loop.json")
     args = parser.parse_args()
@@ -337,6 +368,7 @@ def main() -> int:
         grid.insert(0, HEADLINE)
     runs: list[Run] = []
     breakdown: dict[str, dict[str, float]] | None = None
+    profiler = cProfile.Profile() if args.profile else None
     start_load = load()
     print(f"load average at start: {start_load}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -359,6 +391,7 @@ def main() -> int:
                         args.periods,
                         args.period_ms / 1e3,
                         Path(tmp) / f"{switches}x{ports}.jsonl",
+                        profiler if (switches, ports) == HEADLINE else None,
                     )
                 )
             runs.append(run)
@@ -371,6 +404,8 @@ def main() -> int:
     print_runs(runs, args.period_ms)
     if breakdown:
         print_parts(breakdown)
+    if profiler is not None:
+        print_profile(profiler, args.periods)
     head = next(r for r in runs if (r.switches, r.ports) == HEADLINE)
     p99 = head.summary()["period"]["p99_ms"]
     verdict = "met" if p99 <= GOAL_MS else "MISSED"
