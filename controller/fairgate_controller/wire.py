@@ -132,7 +132,10 @@ class UpdateEncoder:
 
     def _table_entry(self, e: fy.P4TableEntry) -> p4r.TableEntry:
         key = (e.table_id, tuple(e.match.items()) if e.match else (), e.priority)
-        cached = self._match.get(key)
+        try:
+            cached = self._match.get(key)
+        except TypeError:  # a match value that cannot be a key: finsy's own path
+            return e.encode_entry(self.schema)
         if cached is None:
             msg = fy.P4TableEntry(e.table_id, match=e.match, priority=e.priority).encode_entry(
                 self.schema
