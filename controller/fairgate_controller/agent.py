@@ -11,11 +11,12 @@ Then every output port runs on its own timer: its control interval is the
 average RTT d carried by the packets through it in its last interval (Lestas
 et al.; d(0) = 0.05 s, kept while no packet carries one), or the fixed
 ``--period``. The loop wakes when the earliest port is due, makes one Read of
-the counter arrays, and for every port that is due: deltas against that
-port's own last read, one PortMeasurement, the configured algorithm, one
-batched MODIFY of the due ports' rates and congestion flags, and meter writes
-for admit rates that changed. A backup controller (lower election id) reads
-nothing and writes nothing.
+the counter cells of this switch's ports (wire.CounterReader), and for every
+port that is due: deltas against that port's own last read, one
+PortMeasurement, the configured algorithm; then one Write holding the due
+ports' rates and congestion flags, XCP's factors and the meters of admit rates
+that changed (wire.UpdateEncoder). A backup controller (lower election id)
+reads nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from fairgate_controller.telemetry import (
     XCP_COUNTERS,
     QueueDropEstimator,
     Snapshot,
+    counter_cells,
     counter_deltas,
     event_count,
     measure_port,
@@ -61,6 +63,7 @@ from fairgate_controller.telemetry import (
 )
 from fairgate_controller.thrift_cli import QueueSetting, SwitchCliError
 from fairgate_controller.topology import PortSpec, SwitchSpec, Topology
+from fairgate_controller.wire import CounterReader, UpdateEncoder
 from fairgate_controller.xcp_ports import XcpPorts
 from fairgate_p4 import generated as g
 from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
@@ -187,6 +190,9 @@ class SwitchAgent:
     errors: int = 0
     queues_pending: bool = False
     queue_restores: int = 0
+    # perf_counter at the last step's start, read, computed, written (benchmarks)
+    times: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    updates: int = 0  # in the last Write
 
     def __post_init__(self) -> None:
         self.ports = self.topo.switch_ports(self.spec.name)
@@ -203,6 +209,7 @@ class SwitchAgent:
             {p.port: p for p in fc.roles(self.topo, self.spec.name, ficcrd).core} if ficcrd else {}
         )
         self._reg_task: asyncio.Task[None] | None = None
+        self._wire_for: tuple[fy.P4Schema, CounterReader, UpdateEncoder] | None = None
         self._reg_started = -math.inf
         self._reg_failed = False
         # XCP: one controller per port on its own interval (the port's average RTT)
@@ -405,31 +412,52 @@ class SwitchAgent:
                     self.session_ctl[port.port] = sctl
 
     # ---- one period ----------------------------------------------------------
-    async def read_snapshot(self, sw: fy.Switch) -> Snapshot:
-        """Every counter array in one Read request.
-
-        finsy's public read() turns each of the ~1200 entries into an object,
-        which costs more than the RPC itself (p50 6 ms vs 2 ms, measured by
-        benchmarks/bench_control_loop.py); the raw protobuf path below reads the
-        same response directly. finsy is pinned, so its private client is stable
-        for us; without it we fall back to the public API."""
-        snap: Snapshot = {name: {} for name in self.counters}
+    def _wire(self, sw: fy.Switch) -> tuple[CounterReader, UpdateEncoder] | None:
+        """The period's prepared Read and encoder for `sw`'s P4Info (built once per
+        pipeline), or None when finsy's client is not there (then the public API)."""
         client = getattr(sw, "_p4client", None)
         if client is None or not hasattr(client, "request_iter"):
+            return None
+        schema = sw.p4info
+        if self._wire_for is None or self._wire_for[0] is not schema:
+            port_numbers = [p.port for p in self.ports]
+            cells = {
+                name: got
+                for name in self.counters
+                if (got := counter_cells(name, port_numbers)) is not None
+            }
+            reader = CounterReader(schema, sw.device_id, self.counters, cells)
+            self._wire_for = (schema, reader, UpdateEncoder(schema))
+        return self._wire_for[1], self._wire_for[2]
+
+    async def read_snapshot(self, sw: fy.Switch) -> Snapshot:
+        """Every counter the agent uses in one Read request (wire.CounterReader:
+        built once, decoded straight into a Snapshot; finsy's public read() turns
+        each entry into an object, which cost more than the RPC itself). finsy is
+        pinned, so its private client is stable for us; without it we fall back to
+        the public API."""
+        wire = self._wire(sw)
+        if wire is None:
+            snap: Snapshot = {name: {} for name in self.counters}
             async for e in sw.read([fy.P4CounterEntry(name) for name in self.counters]):
                 if e.index is not None:
                     snap[e.counter_id][e.index] = (e.packet_count, e.byte_count)
             return snap
-        names = {sw.p4info.counters[name].id: name for name in self.counters}
-        request = p4r.ReadRequest(
-            device_id=sw.device_id,
-            entities=[p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=cid)) for cid in names],
-        )
-        async for reply in client.request_iter(request):
-            for entity in reply.entities:
-                c = entity.counter_entry
-                snap[names[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
-        return snap
+        return await wire[0].read(sw._p4client)
+
+    async def write(self, sw: fy.Switch, entities: list[Any]) -> None:
+        """MODIFY `entities` (rates, XCP factors, meters) in one Write request."""
+        self.updates = len(entities)
+        if not entities:
+            return
+        wire = self._wire(sw)
+        if wire is None:
+            await sw.modify(entities)
+            return
+        client = sw._p4client
+        assert client is not None
+        request = p4r.WriteRequest(device_id=sw.device_id, updates=wire[1].modify(entities))
+        await client.request(request)
 
     async def _read_ficcrd(self, thrift: int) -> None:
         assert self.register_reader is not None
@@ -459,14 +487,19 @@ class SwitchAgent:
             self._reg_task = asyncio.create_task(self._read_ficcrd(thrift))
 
     async def step(self, sw: fy.Switch) -> None:
+        """One period: one Read, the computation, at most one Write (rates, XCP
+        factors and meters together), the records flushed. ``times`` keeps the
+        period's perf_counter stamps (start, read, computed, written)."""
+        t0 = time.perf_counter()
         now = self.clock()
         self._start_ficcrd_read()
         snap = await self.read_snapshot(sw)
+        t1 = time.perf_counter()
         writes, meters = self.tick(snap, now)
-        if writes:
-            await sw.modify(writes)
-        if meters:
-            await sw.modify(meters)
+        self.recorder.flush()
+        t2 = time.perf_counter()
+        await self.write(sw, writes + meters)
+        self.times = (t0, t1, t2, time.perf_counter())
 
     def interval_of(self, port: int) -> float:
         """The port's control interval: XCP's own d for an XCP port, else the fixed
@@ -609,11 +642,12 @@ class SwitchAgent:
                     congested=d.congested,
                     **{k: v for k, v in d.diagnostics.items() if k not in record},
                 )
-            meter = self._session_step(
-                port.port, m, self.completions(port.port, delta), period, record
-            )
-            if meter is not None:
-                meters.append(meter)
+            if port.port in self.windows:  # gated: its session step (FINs of every port)
+                meter = self._session_step(
+                    port.port, m, self.completions(port.port, delta), period, record
+                )
+                if meter is not None:
+                    meters.append(meter)
             self.recorder.write(record)
         return writes, meters
 

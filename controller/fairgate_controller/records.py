@@ -50,6 +50,11 @@ class Recorder:
         if self._file is not None:
             self._file.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
 
+    def flush(self) -> None:
+        """Hand what was written to the OS (the agent calls it once per period)."""
+        if self._file is not None:
+            self._file.flush()
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

@@ -10,6 +10,7 @@ computing rates from garbage.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fairgate_controller.algorithms.measure import PortMeasurement
@@ -51,6 +52,7 @@ __all__ = (
     "HistogramStats",
     "QueueDropEstimator",
     "Snapshot",
+    "counter_cells",
     "counter_deltas",
     "event_count",
     "histogram_stats",
@@ -63,6 +65,25 @@ __all__ = (
     "xcp_sample",
     "xcp_sums",
 )
+
+
+def counter_cells(name: str, ports: Iterable[int]) -> list[int] | None:
+    """The cells of counter array `name` that hold `ports`' values (the index
+    layouts of docs/data-plane.md, "Telemetry encoding"), or None for an array
+    not laid out by port."""
+    shift = {
+        g.COUNTER_PORT_ARRIVALS: 0,
+        g.COUNTER_PORT_DEPARTURES: 0,
+        g.COUNTER_QUEUE_DEPTH_HIST: g.FG_HIST_BUCKET_BITS,
+        g.COUNTER_RTT_HIST: g.FG_HIST_BUCKET_BITS,
+        g.COUNTER_SESSION_EVENTS: g.FG_SESSION_EVENT_BITS,
+        g.COUNTER_XCP_RATIO_HIST: g.FG_XCP_HIST_BUCKET_BITS,
+        g.COUNTER_FICCRD_EDGE_EVENTS: g.FG_FICCRD_EVENT_BITS,
+        g.COUNTER_FICCRD_CORE_EVENTS: g.FG_FICCRD_EVENT_BITS,
+    }.get(name)
+    if shift is None:
+        return None
+    return [(port << shift) | cell for port in sorted(set(ports)) for cell in range(1 << shift)]
 
 
 def counter_deltas(prev: Snapshot, cur: Snapshot) -> tuple[Snapshot, bool]:

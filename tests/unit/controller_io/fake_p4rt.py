@@ -4,10 +4,11 @@ It does what the controller relies on, the way BMv2's server does it:
 arbitration by election id (highest is primary, backups get ALREADY_EXISTS),
 pipeline set/get by cookie ("no forwarding pipeline config" when none),
 table entries with INSERT/MODIFY/DELETE semantics (ALREADY_EXISTS, NOT_FOUND),
-wildcard reads of tables and counters (every index, zeros included), counter
-and meter MODIFY, and PERMISSION_DENIED for writes from a non-primary. Tests
-set counter values directly (`set_counter`) and inspect `entries`, `meters`
-and `writes`. `restart()` forgets everything, like a switch restart.
+wildcard reads of tables and counters (every index, zeros included), reads of
+one counter cell (an entity with an index), counter and meter MODIFY, and
+PERMISSION_DENIED for writes from a non-primary. Tests set counter values
+directly (`set_counter`) and inspect `entries`, `meters`, `writes` and `reads`
+(every Read and Write request, in order). `restart()` forgets everything, like a switch restart.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
         self.counters: dict[tuple[int, int], tuple[int, int]] = {}
         self.meters: dict[tuple[int, int], p4r.MeterConfig | None] = {}
         self.writes: list[tuple[int, p4r.WriteRequest]] = []
+        self.reads: list[p4r.ReadRequest] = []
         self.pipeline_pushes = 0
 
     def set_counter(self, name: str, index: int, packets: int, nbytes: int) -> None:
@@ -197,6 +199,7 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
 
     async def Read(self, request: Any, context: Any) -> AsyncIterator[Any]:
         assert self.schema is not None
+        self.reads.append(request)
         out = p4r.ReadResponse()
         for entity in request.entities:
             which = entity.WhichOneof("entity")
@@ -208,7 +211,13 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
             elif which == "counter_entry":
                 cid = entity.counter_entry.counter_id
                 size = self.schema.counters[cid].size
-                for i in range(size):
+                if entity.counter_entry.HasField("index"):
+                    cells = [entity.counter_entry.index.index]
+                    if not 0 <= cells[0] < size:
+                        await context.abort(grpc.StatusCode.OUT_OF_RANGE, "index out of range")
+                else:
+                    cells = list(range(size))
+                for i in cells:
                     pkts, nbytes = self.counters.get((cid, i), (0, 0))
                     out.entities.add(
                         counter_entry=p4r.CounterEntry(
