@@ -20,6 +20,7 @@ into H_feedback. A port without factors stamps nothing; XCP acks are never touch
 
 from __future__ import annotations
 
+import struct
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -31,7 +32,6 @@ from fairgate_p4.header import (
     FIELDS,
     HEADER_BYTES,
     XCP_HEADER_BYTES,
-    RateHeader,
 )
 from fairgate_p4.xcp_math import LG_NONE, RatioBuckets, stamp, switch_feedback
 from fairgate_sim.engine import Clock
@@ -43,6 +43,21 @@ from fairgate_sim.port import OutputPort
 # The rate header's struct, from the codec (fields in fg_rate_t order).
 _HEADER = _PACKER
 _RATE, _RTT, _FLAGS = (FIELDS.index(f) for f in ("rate_kbps", "rtt_us", "flags"))
+
+
+def _field_at(name: str) -> tuple[int, struct.Struct]:
+    """Byte offset and codec of one fg_rate_t field (the layout P4 generates)."""
+    offset = 0
+    for field_name, width in g.HEADER_LAYOUTS["fg_rate_t"]:
+        if field_name == name:
+            return offset // 8, struct.Struct("!" + {8: "B", 16: "H", 32: "I", 64: "Q"}[width])
+        offset += width
+    raise KeyError(f"fg_rate_t has no field {name}")
+
+
+# port_feedback rewrites two fields in place: the rest of the header is left as it came
+_RATE_AT, _RATE_FIELD = _field_at("rate_kbps")
+_FLAGS_AT, _FLAGS_FIELD = _field_at("flags")
 _MAX_PORTS, _BUCKET_BITS = g.FG_MAX_PORTS, g.FG_HIST_BUCKET_BITS
 _FG_PORT, _VERSION, _KIND_DATA = g.FG_UDP_PORT, g.FG_VERSION, g.FG_KIND_DATA
 _CONGESTED = g.FG_FLAG_CONGESTED
@@ -208,7 +223,7 @@ class SimSwitch:
         return snap
 
     def _drain_all(self) -> None:
-        now = self.clock.now
+        now: float = self.clock.now
         for p in self.ports.values():
             p.drain(now)
 
@@ -307,15 +322,15 @@ class SimSwitch:
         flag = congested and not fields[_FLAGS] & _CONGESTED
         if not (stamp or flag):
             return
-        hdr = RateHeader(*fields)
+        # the two fields written into a copy (what packing a modified RateHeader gives,
+        # without building one per stamped packet)
+        buf = bytearray(data)
         if stamp:
-            hdr.rate_kbps = fair
+            _RATE_FIELD.pack_into(buf, _RATE_AT, fair)
             self.stats.stamped += 1
         if flag:
-            hdr.flags |= _CONGESTED
+            _FLAGS_FIELD.pack_into(buf, _FLAGS_AT, fields[_FLAGS] | _CONGESTED)
             self.stats.flagged += 1
-        buf = bytearray(data)
-        hdr.pack_into(buf, 0)
         pkt.data = buf
 
     def _xcp_egress(self, port: int, pkt: Packet, data: bytes | bytearray) -> None:

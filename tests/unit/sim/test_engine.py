@@ -50,3 +50,33 @@ def test_after_and_now_us() -> None:
     clock.after(0.25, lambda: got.append(clock.now_us()))
     clock.run(1)
     assert got == [250_000] and clock.now == 1
+
+
+def test_int_times_stay_ints_as_in_simpy() -> None:
+    """The clock starts at the int 0 and int arithmetic stays int (SimPy's behaviour,
+    which the mypyc build keeps: ``Clock.now`` is not a C double there)."""
+    clock = Clock()
+    seen: list[object] = []
+    clock.at(2, lambda: seen.append(clock.now))
+    assert clock.now == 0 and type(clock.now) is int
+    clock.run(3)
+    assert seen == [2] and type(seen[0]) is int
+
+
+def test_packet_init_is_the_dataclass_signature() -> None:
+    """``Packet.__init__`` is written out (compiled by mypyc); it must take the
+    dataclass's fields in order with their defaults, and set every one."""
+    import dataclasses
+    import inspect
+
+    from fairgate_sim.packet import Packet
+
+    params = list(inspect.signature(Packet.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(Packet)
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields, strict=True):
+        want = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert p.default == want, f.name
+    args = [f"v{i}" for i in range(len(fields))]
+    pkt = Packet(*args)
+    assert [getattr(pkt, f.name) for f in fields] == args
