@@ -66,9 +66,12 @@ class OutputPort:
     stats: PortStats = field(default_factory=PortStats)
     _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
     _free_at: float = 0.0
+    #: packets on their way to the next node: (arrival time, event seq, packet), in order
+    _flight: deque[tuple[float, int, Packet]] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
         self._arrive_cb = self._arrive  # one bound method, not one per packet
+        self._land_cb = self._land
 
     def queue_len(self) -> int:
         """Packets waiting (not yet through egress) at the current time."""
@@ -97,11 +100,22 @@ class OutputPort:
         free = self._free_at
         start = free if free > now else now
         self._free_at = start + service
-        heappush(
-            clock.queue,
-            (now + (start + wire + p.delay_s - now), next(clock.seq), self._arrive_cb, (pkt,)),
-        )
+        # The arrival at the next node: an event of its own (time, seq) as ever, but the
+        # clock's heap holds only the first of a port's packets in flight (they arrive in
+        # the order they were sent), the others wait in ``_flight``: the same events in the
+        # same order from a heap of a few hundred entries instead of every packet queued
+        # or on a wire (tens of thousands in the paper parking lot).
+        arrive = now + (start + wire + p.delay_s - now)
+        seq = next(clock.seq)
         clock.events += 1
+        flight = self._flight
+        if not flight:
+            heappush(clock.queue, (arrive, seq, self._land_cb, ()))
+            flight.append((arrive, seq, pkt))
+        elif arrive >= flight[-1][0]:
+            flight.append((arrive, seq, pkt))
+        else:  # never seen (service times keep arrivals in order): an event of its own
+            heappush(clock.queue, (arrive, seq, self._arrive_cb, (pkt,)))
         if start > now:
             q.append((start, pkt, depth))
             stats = self.stats
@@ -133,6 +147,15 @@ class OutputPort:
         self.stats.sent_bytes += pkt.size
         if self.egress is not None:
             self.egress(self.port, pkt, depth, t)
+
+    def _land(self) -> None:
+        """The first packet in flight arrives; the next one's event enters the heap."""
+        flight = self._flight
+        pkt = flight.popleft()[2]
+        if flight:
+            t, seq, _pkt = flight[0]
+            heappush(self.clock.queue, (t, seq, self._land_cb, ()))
+        self._arrive(pkt)
 
     def _arrive(self, pkt: Packet) -> None:
         q = self._pending
