@@ -32,6 +32,7 @@ PACKAGES = (("p4src", "fairgate_p4"), ("hosts", "fairgate_hosts"), ("sim", "fair
 COMPILED = (
     "sim/fairgate_sim/engine.py",
     "sim/fairgate_sim/port.py",
+    "sim/fairgate_sim/network.py",
     "sim/fairgate_sim/switch.py",
     "sim/fairgate_sim/udp.py",
     "sim/fairgate_sim/packet.py",

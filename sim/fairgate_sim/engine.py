@@ -78,12 +78,16 @@ class Clock:
             raise ValueError(f"until ({stop_at}) must be greater than the current simulation time")
         stop = self.now + (stop_at - self.now)
         q = self.queue
-        pop = heappop
         while q:
-            t, _seq, fn, args = q[0]
+            event = heappop(q)
+            t = event[0]
             if t >= stop:
+                heappush(q, event)  # the first event not run, back in place (once per run)
                 break
-            pop(q)
             self.now = t
-            fn(*args)
+            args = event[3]
+            if args:
+                event[2](*args)
+            else:
+                event[2]()  # a port's packet landing (Port._land): a plain call
         self.now = stop

@@ -42,7 +42,7 @@ from fairgate_sim.port import OutputPort
 
 # The rate header's struct, from the codec (fields in fg_rate_t order).
 _HEADER = _PACKER
-_RATE, _RTT, _FLAGS = (FIELDS.index(f) for f in ("rate_kbps", "rtt_us", "flags"))
+_RTT = FIELDS.index("rtt_us")
 
 
 def _field_at(name: str) -> tuple[int, struct.Struct]:
@@ -58,6 +58,21 @@ def _field_at(name: str) -> tuple[int, struct.Struct]:
 # port_feedback rewrites two fields in place: the rest of the header is left as it came
 _RATE_AT, _RATE_FIELD = _field_at("rate_kbps")
 _FLAGS_AT, _FLAGS_FIELD = _field_at("flags")
+
+
+def _fields_view(names: tuple[str, ...]) -> struct.Struct:
+    """A struct reading only ``names`` of fg_rate_t (in layout order), the other
+    fields skipped as pad bytes."""
+    codes = {8: "B", 16: "H", 32: "I", 64: "Q"}
+    fmt = "".join(
+        codes[width] if name in names else f"{width // 8}x"
+        for name, width in g.HEADER_LAYOUTS["fg_rate_t"]
+    )
+    return struct.Struct("!" + fmt)
+
+
+# what egress reads of a data packet's header, in layout order
+_EGRESS_VIEW = _fields_view(("flags", "rtt_us", "rate_kbps"))
 _MAX_PORTS, _BUCKET_BITS = g.FG_MAX_PORTS, g.FG_HIST_BUCKET_BITS
 _FG_PORT, _VERSION, _KIND_DATA = g.FG_UDP_PORT, g.FG_VERSION, g.FG_KIND_DATA
 _CONGESTED = g.FG_FLAG_CONGESTED
@@ -277,8 +292,8 @@ class SimSwitch:
     def egress(self, port: int, pkt: Packet, enq_depth: int, t: float | None = None) -> None:
         """A packet leaving ``port``'s queue at ``t`` (default: now)."""
         # Every packet through every port comes here: globals are bound once
-        # (module constants), the bucket lookups inlined and the rate header read as
-        # a tuple, a ``RateHeader`` built only when the packet is stamped.
+        # (module constants), the bucket lookups inlined and only the three fields
+        # used read from the rate header (no ``RateHeader``; stamping writes two).
         counted = port < _MAX_PORTS
         base = port << _BUCKET_BITS
         if counted and not pkt.e2e_clone:  # an RD clone never arrived: not counted
@@ -306,11 +321,12 @@ class SimSwitch:
             return
         if data[1] != _KIND_DATA:
             return  # only stampable data packets are counted and stamped
-        fields = _HEADER.unpack_from(data, 0)
-        rate_kbps = fields[_RATE]
+        flags: int
+        rtt_us: int
+        rate_kbps: int
+        flags, rtt_us, rate_kbps = _EGRESS_VIEW.unpack_from(data, 0)
         if rate_kbps == 0:
             return  # FG_RATE_ZERO: forwarded unchanged
-        rtt_us = fields[_RTT]
         if rtt_us != 0 and counted:
             b = bisect_right(self._rb, rtt_us) - 1
             self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
@@ -319,7 +335,7 @@ class SimSwitch:
             return
         fair, congested = entry
         stamp = fair != 0 and rate_kbps > fair
-        flag = congested and not fields[_FLAGS] & _CONGESTED
+        flag = congested and not flags & _CONGESTED
         if not (stamp or flag):
             return
         # the two fields written into a copy (what packing a modified RateHeader gives,
@@ -329,7 +345,7 @@ class SimSwitch:
             _RATE_FIELD.pack_into(buf, _RATE_AT, fair)
             self.stats.stamped += 1
         if flag:
-            _FLAGS_FIELD.pack_into(buf, _FLAGS_AT, fields[_FLAGS] | _CONGESTED)
+            _FLAGS_FIELD.pack_into(buf, _FLAGS_AT, flags | _CONGESTED)
             self.stats.flagged += 1
         pkt.data = buf
 
