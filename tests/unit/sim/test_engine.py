@@ -80,3 +80,24 @@ def test_packet_init_is_the_dataclass_signature() -> None:
     args = [f"v{i}" for i in range(len(fields))]
     pkt = Packet(*args)
     assert [getattr(pkt, f.name) for f in fields] == args
+
+
+def test_port_delivers_in_time_order_when_a_later_packet_lands_first() -> None:
+    """A port's packets in flight wait in a FIFO behind the first one's event; a packet
+    that would land before the last one in flight (its link's delay lowered meanwhile)
+    gets an event of its own, so every packet lands at its own time."""
+    from fairgate_sim.packet import Packet
+    from fairgate_sim.port import OutputPort, PortParams
+
+    clock = Clock()
+    got: list[tuple[float, str]] = []
+    out = OutputPort(clock, PortParams(rate_Bps=1e6, delay_s=1.0))
+    out.deliver = lambda pkt: got.append((clock.now, pkt.src))
+    out.send(Packet("a", "x", 1, 2, 1000))  # lands at 0.001 + 1.0
+    out.send(Packet("b", "x", 1, 2, 1000))  # at 0.002 + 1.0
+    out.params = PortParams(rate_Bps=1e6, delay_s=0.1)
+    out.send(Packet("c", "x", 1, 2, 1000))  # at 0.003 + 0.1: before a and b
+    clock.run(2)
+    assert [src for _t, src in got] == ["c", "a", "b"]
+    assert [round(t, 6) for t, _src in got] == [0.103, 1.001, 1.002]
+    assert clock.events == 3
