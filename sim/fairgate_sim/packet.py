@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from fairgate_p4 import generated as g
 
-UDP = 17
-TCP = 6
+UDP: Final = 17
+TCP: Final = 6
 #: Ethernet 14 + IPv4 20 + UDP 8 (the hosts' FRAME_OVERHEAD).
-UDP_OVERHEAD = 14 + 20 + 8
+UDP_OVERHEAD: Final = 14 + 20 + 8
 #: Ethernet 14 + IPv4 20 + TCP 20.
-TCP_OVERHEAD = 14 + 20 + 20
+TCP_OVERHEAD: Final = 14 + 20 + 20
 
 
 @dataclass(slots=True)

@@ -15,13 +15,18 @@ enqueue clones) also schedules egress at ``e_i``, so it runs in time order at ``
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from heapq import heappush
+from typing import Final
 
 from fairgate_sim.engine import Clock
 from fairgate_sim.packet import Packet
+
+#: Final: a C static in the mypyc build (an import is looked up in the module dict per call)
+_heappush: Final = heapq.heappush
+_next: Final = next
 
 EgressHook = Callable[[int, Packet, int, float], None]
 Deliver = Callable[[Packet], None]
@@ -106,16 +111,16 @@ class OutputPort:
         # same order from a heap of a few hundred entries instead of every packet queued
         # or on a wire (tens of thousands in the paper parking lot).
         arrive = now + (start + wire + p.delay_s - now)
-        seq = next(clock.seq)
+        seq = _next(clock.seq)
         clock.events += 1
         flight = self._flight
         if not flight:
-            heappush(clock.queue, (arrive, seq, self._land_cb, ()))
+            _heappush(clock.queue, (arrive, seq, self._land_cb, ()))
             flight.append((arrive, seq, pkt))
         elif arrive >= flight[-1][0]:
             flight.append((arrive, seq, pkt))
         else:  # never seen (service times keep arrivals in order): an event of its own
-            heappush(clock.queue, (arrive, seq, self._arrive_cb, (pkt,)))
+            _heappush(clock.queue, (arrive, seq, self._arrive_cb, (pkt,)))
         if start > now:
             q.append((start, pkt, depth))
             stats = self.stats
@@ -154,7 +159,7 @@ class OutputPort:
         pkt = flight.popleft()[2]
         if flight:
             t, seq, _pkt = flight[0]
-            heappush(self.clock.queue, (t, seq, self._land_cb, ()))
+            _heappush(self.clock.queue, (t, seq, self._land_cb, ()))
         self._arrive(pkt)
 
     def _arrive(self, pkt: Packet) -> None:

@@ -20,9 +20,10 @@ into H_feedback. A port without factors stamps nothing; XCP acks are never touch
 
 from __future__ import annotations
 
+import bisect
 import struct
-from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Final
 
 from fairgate_controller.telemetry import SIM_QUEUE_DROPS, Buckets, Snapshot
 from fairgate_p4 import generated as g
@@ -40,9 +41,13 @@ from fairgate_sim.meter import PacketMeter
 from fairgate_sim.packet import TCP, UDP, Packet
 from fairgate_sim.port import OutputPort
 
+_bisect_right: Final = bisect.bisect_right
+
+# Module constants are Final: the mypyc build then reads them as C statics instead of
+# looking each one up in the module's dict on every packet.
 # The rate header's struct, from the codec (fields in fg_rate_t order).
-_HEADER = _PACKER
-_RTT = FIELDS.index("rtt_us")
+_HEADER: Final = _PACKER
+_RTT: Final = FIELDS.index("rtt_us")
 
 
 def _field_at(name: str) -> tuple[int, struct.Struct]:
@@ -56,8 +61,10 @@ def _field_at(name: str) -> tuple[int, struct.Struct]:
 
 
 # port_feedback rewrites two fields in place: the rest of the header is left as it came
-_RATE_AT, _RATE_FIELD = _field_at("rate_kbps")
-_FLAGS_AT, _FLAGS_FIELD = _field_at("flags")
+_RATE_AT: Final = _field_at("rate_kbps")[0]
+_RATE_FIELD: Final = _field_at("rate_kbps")[1]
+_FLAGS_AT: Final = _field_at("flags")[0]
+_FLAGS_FIELD: Final = _field_at("flags")[1]
 
 
 def _fields_view(names: tuple[str, ...]) -> struct.Struct:
@@ -72,25 +79,32 @@ def _fields_view(names: tuple[str, ...]) -> struct.Struct:
 
 
 # what egress reads of a data packet's header, in layout order
-_EGRESS_VIEW = _fields_view(("flags", "rtt_us", "rate_kbps"))
-_MAX_PORTS, _BUCKET_BITS = g.FG_MAX_PORTS, g.FG_HIST_BUCKET_BITS
-_FG_PORT, _VERSION, _KIND_DATA = g.FG_UDP_PORT, g.FG_VERSION, g.FG_KIND_DATA
-_CONGESTED = g.FG_FLAG_CONGESTED
-NBUCKETS = g.FG_HIST_BUCKETS
-LAST = NBUCKETS - 1
-_SYN, _ACK, _RST, _FIN = g.TCP_FLAG_SYN, g.TCP_FLAG_ACK, g.TCP_FLAG_RST, g.TCP_FLAG_FIN
-_CTRL = _SYN | _ACK | _RST | _FIN
+_EGRESS_VIEW: Final = _fields_view(("flags", "rtt_us", "rate_kbps"))
+_MAX_PORTS: Final = g.FG_MAX_PORTS
+_BUCKET_BITS: Final = g.FG_HIST_BUCKET_BITS
+_FG_PORT: Final = g.FG_UDP_PORT
+_VERSION: Final = g.FG_VERSION
+_KIND_DATA: Final = g.FG_KIND_DATA
+_CONGESTED: Final = g.FG_FLAG_CONGESTED
+NBUCKETS: Final = g.FG_HIST_BUCKETS
+LAST: Final = NBUCKETS - 1
+_SYN: Final = g.TCP_FLAG_SYN
+_ACK: Final = g.TCP_FLAG_ACK
+_RST: Final = g.TCP_FLAG_RST
+_FIN: Final = g.TCP_FLAG_FIN
+_CTRL: Final = _SYN | _ACK | _RST | _FIN
 
 
 def bucket_of(bounds: tuple[int, ...], value: int) -> int:
     """The range-table lookup: bucket b holds [bounds[b], bounds[b+1] - 1]; else 31."""
-    b = bisect_right(bounds, value) - 1
+    b = _bisect_right(bounds, value) - 1
     return b if 0 <= b < LAST else LAST
 
 
-_XCP_MIN_BYTES = HEADER_BYTES + XCP_HEADER_BYTES
-_KIND_XCP_DATA = g.FG_KIND_XCP_DATA
-_XCP_BUCKET_BITS = g.FG_XCP_HIST_BUCKET_BITS
+_XCP_MIN_BYTES: Final = HEADER_BYTES + XCP_HEADER_BYTES
+_HEADER_BYTES: Final = HEADER_BYTES
+_KIND_XCP_DATA: Final = g.FG_KIND_XCP_DATA
+_XCP_BUCKET_BITS: Final = g.FG_XCP_HIST_BUCKET_BITS
 
 
 def _used(counts: list[int]) -> dict[int, tuple[int, int]]:
@@ -300,7 +314,7 @@ class SimSwitch:
             c = self.departures[port]
             c[0] += 1
             c[1] += pkt.size
-            b = bisect_right(self._qb, enq_depth) - 1
+            b = _bisect_right(self._qb, enq_depth) - 1
             self.qhist[base | (b if 0 <= b < LAST else LAST)] += 1
         if self.ficcrd is not None and counted and (pkt.fc is not None or pkt.e2e_clone):
             when = self.clock.now if t is None else t
@@ -310,7 +324,7 @@ class SimSwitch:
             data is None
             or pkt.proto != UDP
             or (pkt.dport != _FG_PORT and pkt.sport != _FG_PORT)
-            or len(data) < HEADER_BYTES
+            or len(data) < _HEADER_BYTES
         ):
             return
         if data[0] != _VERSION:
@@ -328,7 +342,7 @@ class SimSwitch:
         if rate_kbps == 0:
             return  # FG_RATE_ZERO: forwarded unchanged
         if rtt_us != 0 and counted:
-            b = bisect_right(self._rb, rtt_us) - 1
+            b = _bisect_right(self._rb, rtt_us) - 1
             self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
         entry = self.feedback.get(port)
         if entry is None:
@@ -355,7 +369,7 @@ class SimSwitch:
         if rtt_us == 0:
             return  # RTT unknown: neither counted nor stamped
         base = port << _BUCKET_BITS
-        b = bisect_right(self._rb, rtt_us) - 1
+        b = _bisect_right(self._rb, rtt_us) - 1
         self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
         cwnd, feedback, lg_pos, lg_neg = _XCP_PACKER.unpack_from(data, HEADER_BYTES)
         if lg_pos != LG_NONE and lg_neg != LG_NONE:
