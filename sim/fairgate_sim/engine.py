@@ -30,6 +30,7 @@ US = 1e-6
 #: Final: a C static in the mypyc build (an import is looked up in the module dict per call)
 _heappush: Final = heapq.heappush
 _heappop: Final = heapq.heappop
+_next: Final = next
 ENGINE = "fairgate_sim.engine (heapq, SimPy's ordering)"
 
 #: A simulated time in seconds: a float, or an int where SimPy's arithmetic gives one
@@ -61,14 +62,14 @@ class Clock:
         """Call ``fn(*args)`` at simulated time ``t`` (now if ``t`` is in the past)."""
         now = self.now
         delay = t - now
-        _heappush(self.queue, (now + (delay if delay > 0 else 0.0), next(self.seq), fn, args))
+        _heappush(self.queue, (now + (delay if delay > 0 else 0.0), _next(self.seq), fn, args))
         self.events += 1
 
     def push(self, t: Time, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         """``at(t, fn, *args)`` for a ``t`` not in the past, args already a tuple (the
         packet path's form: no argument packing)."""
         now = self.now
-        _heappush(self.queue, (now + (t - now), next(self.seq), fn, args))
+        _heappush(self.queue, (now + (t - now), _next(self.seq), fn, args))
         self.events += 1
 
     def after(self, delay: Time, fn: Callable[..., Any], *args: Any) -> None:

@@ -19,7 +19,7 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from fairgate_sim.engine import Clock
 from fairgate_sim.packet import Packet
@@ -72,7 +72,9 @@ class OutputPort:
     _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
     _free_at: float = 0.0
     #: packets on their way to the next node: (arrival time, event seq, packet), in order
-    _flight: deque[tuple[float, int, Packet]] = field(default_factory=deque)
+    #: (time and seq are Any: in the mypyc build a float or int there would be unboxed
+    #: when read and boxed again, a new object, for the heap)
+    _flight: deque[tuple[Any, Any, Packet]] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
         self._arrive_cb = self._arrive  # one bound method, not one per packet
@@ -110,8 +112,8 @@ class OutputPort:
         # the order they were sent), the others wait in ``_flight``: the same events in the
         # same order from a heap of a few hundred entries instead of every packet queued
         # or on a wire (tens of thousands in the paper parking lot).
-        arrive = now + (start + wire + p.delay_s - now)
-        seq = _next(clock.seq)
+        arrive: Any = now + (start + wire + p.delay_s - now)  # boxed once, for both tuples
+        seq: Any = _next(clock.seq)  # boxed once, for both tuples
         clock.events += 1
         flight = self._flight
         if not flight:
@@ -158,8 +160,8 @@ class OutputPort:
         flight = self._flight
         pkt = flight.popleft()[2]
         if flight:
-            t, seq, _pkt = flight[0]
-            _heappush(self.clock.queue, (t, seq, self._land_cb, ()))
+            head = flight[0]
+            _heappush(self.clock.queue, (head[0], head[1], self._land_cb, ()))
         self._arrive(pkt)
 
     def _arrive(self, pkt: Packet) -> None:
