@@ -19,10 +19,14 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from fairgate_sim.engine import Clock
 from fairgate_sim.packet import Packet
+
+if TYPE_CHECKING:  # typed for mypyc's native calls; imported at run time by those modules
+    from fairgate_sim.network import SimHost
+    from fairgate_sim.switch import SimSwitch
 
 #: Final: a C static in the mypyc build (an import is looked up in the module dict per call)
 _heappush: Final = heapq.heappush
@@ -67,6 +71,13 @@ class OutputPort:
     port: int = 0
     egress: EgressHook | None = None
     deliver: Deliver | None = None
+    #: the switch whose egress this port is (``SimSwitch.add_port``): called directly,
+    #: a native call in the mypyc build, where ``egress`` is a Python-level call
+    switch: SimSwitch | None = None
+    #: where packets land, when not ``deliver``: a switch's ingress port, or a host
+    to_switch: SimSwitch | None = None
+    to_port: int = -1
+    to_host: SimHost | None = None
     eager: bool = False
     stats: PortStats = field(default_factory=PortStats)
     _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
@@ -134,26 +145,33 @@ class OutputPort:
             stats = self.stats
             stats.sent += 1
             stats.sent_bytes += pkt.size
-            if self.egress is not None:
+            sw = self.switch
+            if sw is not None:
+                sw.egress(self.port, pkt, depth, now)
+            elif self.egress is not None:
                 self.egress(self.port, pkt, depth, now)
         return True
+
+    def connect_switch(self, switch: SimSwitch, in_port: int) -> None:
+        """Packets land on ``switch``, arriving on its port ``in_port``."""
+        self.to_switch, self.to_port = switch, in_port
+
+    def connect_host(self, host: SimHost) -> None:
+        """Packets land on ``host``."""
+        self.to_host = host
 
     def drain(self, now: float) -> None:
         """Run egress for every packet that has left the queue by ``now``."""
         q = self._pending
-        stats, egress, port = self.stats, self.egress, self.port
+        stats, egress, port, sw = self.stats, self.egress, self.port, self.switch
         while q and q[0][0] <= now:
             t, pkt, depth = q.popleft()
-            stats.sent += 1  # self._egress(pkt, depth, t), inlined
+            stats.sent += 1
             stats.sent_bytes += pkt.size
-            if egress is not None:
+            if sw is not None:
+                sw.egress(port, pkt, depth, t)
+            elif egress is not None:
                 egress(port, pkt, depth, t)
-
-    def _egress(self, pkt: Packet, depth: int, t: float) -> None:
-        self.stats.sent += 1
-        self.stats.sent_bytes += pkt.size
-        if self.egress is not None:
-            self.egress(self.port, pkt, depth, t)
 
     def _land(self) -> None:
         """The first packet in flight arrives; the next one's event enters the heap."""
@@ -170,6 +188,16 @@ class OutputPort:
             now: float = self.clock.now
             if q[0][0] <= now:
                 self.drain(now)
+        if pkt.dropped:
+            return
+        to_switch = self.to_switch
+        if to_switch is not None:
+            to_switch.receive(pkt, self.to_port)
+            return
+        to_host = self.to_host
+        if to_host is not None:
+            to_host.receive(pkt)
+            return
         deliver = self.deliver
-        if deliver is not None and not pkt.dropped:
+        if deliver is not None:
             deliver(pkt)

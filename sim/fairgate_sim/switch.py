@@ -157,7 +157,7 @@ class SimSwitch:
 
     # ---- control plane -----------------------------------------------------------
     def add_port(self, port: OutputPort) -> None:
-        port.egress = self.egress
+        port.switch = self
         port.eager = self.ficcrd is not None
         self.ports[port.port] = port
 
