@@ -4,11 +4,16 @@ C function mypyc compiled from one), summed by part.
 
     scripts/profile_sim.py [--case parking-lot-paper] [--seconds 2] [--ext]
                            [--svg docs/img/x.svg] [--raw samples.txt]
+    scripts/profile_sim.py --instructions [--case ...] [--seconds 1] [--ext]
 
 ``--ext`` profiles the mypyc build (scripts/sim_ext.py; py-spy ``--native`` so that
 compiled functions have names), else pure Python. ``--svg`` also records a flame graph
 (a second run of the case). Prints the share of each part and the top functions.
-Needs py-spy (requirements.txt)."""
+Needs py-spy (requirements.txt).
+
+``--instructions`` counts the instructions of the whole case's process instead
+(valgrind's cachegrind, no cache simulation): a figure the machine's other load does not
+change, to compare two versions of the code (about 50 times slower than a plain run)."""
 
 from __future__ import annotations
 
@@ -105,15 +110,37 @@ def record(fmt: str, out: Path, case: str, seconds: float, ext: bool, rate: int)
     bench += ["--seconds", str(seconds), "--pl-seconds", str(seconds)]
     cmd = [pyspy, "record", "-r", str(rate), "-f", fmt, "-o", str(out)]
     cmd += ["--native"] if ext else []
-    env = None
-    if ext:
-        why = sim_ext.missing_compiler()
-        if why:
-            raise SystemExit(f"profile_sim --ext: {why}")
-        if sim_ext.stale():
-            sim_ext.build()
-        env = sim_ext.environ()
-    subprocess.run([*cmd, "--", *bench], check=True, env=env, capture_output=True)
+    subprocess.run([*cmd, "--", *bench], check=True, env=_env(ext), capture_output=True)
+
+
+def instructions(case: str, seconds: float, ext: bool) -> int:
+    """Instructions executed by the case's process (valgrind --tool=cachegrind)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("profile_sim --instructions: needs valgrind (apt install valgrind)")
+    bench = [sys.executable, str(TOP / "benchmarks" / "bench_sim.py"), "--case", case]
+    bench += ["--seconds", str(seconds), "--pl-seconds", str(seconds)]
+    cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    env = _env(ext)
+    done = subprocess.run([*cmd, *bench], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:]
+        raise SystemExit(f"profile_sim --instructions: the case failed: {' '.join(tail)}")
+    m = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if m is None:
+        raise SystemExit("profile_sim --instructions: no count in valgrind's output")
+    return int(m.group(1).replace(",", ""))
+
+
+def _env(ext: bool) -> dict[str, str] | None:
+    if not ext:
+        return None
+    why = sim_ext.missing_compiler()
+    if why:
+        raise SystemExit(f"profile_sim --ext: {why}")
+    if sim_ext.stale():
+        sim_ext.build()
+    return sim_ext.environ()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=int, default=100, help="samples per second")
     p.add_argument("--svg", type=Path, help="also write a flame graph here")
     p.add_argument("--raw", type=Path, help="keep the raw samples here")
+    p.add_argument("--instructions", action="store_true", help="count instructions (valgrind)")
     args = p.parse_args(argv)
+    build = "mypyc" if args.ext else "pure Python"
+    if args.instructions:
+        n = instructions(args.case, args.seconds, args.ext)
+        print(f"{args.case}, {args.seconds:g} simulated s, {build}: {n:,} instructions")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         raw = args.raw or Path(tmp) / "samples.txt"
         record("raw", raw, args.case, args.seconds, args.ext, args.rate)
