@@ -65,7 +65,7 @@ def machine_facts() -> dict[str, Any]:
         "dirty": _dirty(),
         "sim_ext": _sim_ext_state(),
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load_average_at_start": os.getloadavg()[0],
+        "load_average_at_start": round(os.getloadavg()[0], 2),
     }
 
 
@@ -162,7 +162,7 @@ def run(only: list[str], results: Path) -> int:
                 met = h["value"] >= h["goal"] if h["higher_is_better"] else h["value"] <= h["goal"]
                 rows.append({**h, "benchmark": script.stem, "met": met})
     print_table(rows, skipped)
-    facts["load_average_at_end"] = os.getloadavg()[0]
+    facts["load_average_at_end"] = round(os.getloadavg()[0], 2)
     facts["benchmarks"] = [s.stem for s in scripts]
     out = results / "bench" / run_id
     out.mkdir(parents=True, exist_ok=True)
@@ -219,7 +219,7 @@ def history_table(runs: list[dict[str, Any]], last: int = HISTORY_RUNS) -> str:
         (
             "load average start / end",
             lambda m: (
-                f"{m.get('load_average_at_start', '?')} / {m.get('load_average_at_end', '?')}"
+                f"{_load(m.get('load_average_at_start'))} / {_load(m.get('load_average_at_end'))}"
             ),
         ),
         (
@@ -230,6 +230,10 @@ def history_table(runs: list[dict[str, Any]], last: int = HISTORY_RUNS) -> str:
     for name, get in facts:
         lines.append("| " + " | ".join([name, "", *(str(get(r["machine"])) for r in runs)]) + " |")
     return "\n".join(lines)
+
+
+def _load(x: Any) -> str:
+    return f"{x:.2f}" if isinstance(x, int | float) else "?"
 
 
 def write_history(doc: Path, table: str) -> None:

@@ -48,7 +48,7 @@ def test_history_has_one_column_per_run_oldest_first(tmp_path: Path) -> None:
     lines = table.splitlines()
     assert lines[0] == ("| measure | goal | 20260101T000000Z-aaaaaaa | 20260102T000000Z-bbbbbbb |")
     assert "| simulator, paper parking lot | >= 0.5 x real time | 0.29 (missed) | 0.61 |" in lines
-    assert "| load average start / end |  | 4.0 / 5.0 | 3.5 / 4.5 |" in lines
+    assert "| load average start / end |  | 4.00 / 5.00 | 3.50 / 4.50 |" in lines
 
 
 def test_history_keeps_the_newest_runs_and_says_skipped(tmp_path: Path) -> None:
