@@ -30,7 +30,9 @@ PACKAGES = (("p4src", "fairgate_p4"), ("hosts", "fairgate_hosts"), ("sim", "fair
 #: the modules compiled: the packet path (port, switch), the rate-header codec and the
 #: host cores (the event loop, engine.py, stays Python: its clock starts at SimPy's int 0)
 COMPILED = (
+    "sim/fairgate_sim/engine.py",
     "sim/fairgate_sim/port.py",
+    "sim/fairgate_sim/network.py",
     "sim/fairgate_sim/switch.py",
     "sim/fairgate_sim/udp.py",
     "sim/fairgate_sim/packet.py",

@@ -35,8 +35,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--results", type=Path, default=Path("results"))
     r.add_argument("--quiet", action="store_true", help="only the verdicts")
     r.add_argument("--json", action="store_true", help="print summary.json at the end")
-    r.add_argument("--workers", type=int, default=1, help="sweeps: local processes")
-    r.add_argument("--scheduler", default=None, help="sweeps: a Dask scheduler tcp://host:8786")
+    r.add_argument(
+        "--workers", type=int, default=0, help="sweeps: processes (default 0: one per core)"
+    )
+    r.add_argument(
+        "--scheduler",
+        default=None,
+        help="sweeps: 'local' (a Dask LocalCluster of --workers processes) or tcp://host:8786",
+    )
     dash_args(r)
     d = sub.add_parser("dashboard", help="replay a run folder in the dashboard (docs/dashboard.md)")
     d.add_argument("run_dir", type=Path, help="results/<experiment>/<run-id> (or .../latest)")

@@ -1,9 +1,10 @@
 """Sweeps: ``[sweep.grid]`` maps field paths to values; every point of the grid (the
 cartesian product) is the file with those values, checked again and run as its own run
-record. In the simulator points fan out over local processes (``concurrent.futures``) or,
-with ``scheduler="tcp://host:8786"``, over a Dask distributed cluster; on BMv2 they run
-one after the other in this process, each point in its own lab (one lab at a time on a
-machine). One table (``sweep.csv``) and one plot per sweep in
+record. In the simulator points fan out over local processes (``concurrent.futures``; by
+default one per core), over a Dask ``LocalCluster`` of that many worker processes
+(``scheduler="local"``) or over a Dask distributed cluster (``scheduler="tcp://host:8786"``);
+on BMv2 they run one after the other in this process, each point in its own lab (one lab
+at a time on a machine). One table (``sweep.csv``) and one plot per sweep in
 ``results/<experiment>/sweep-<UTC time>/``."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import copy
 import csv
 import itertools
 import json
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -97,16 +99,32 @@ def sweep_refusal(engine: str, workers: int, scheduler: str | None) -> str | Non
     return None
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity; all of them by default)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _on_dask(client: Any, jobs: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    futures = [client.submit(run_point, *job, pure=False) for job in jobs]
+    return list(client.gather(futures))
+
+
 def run_sweep(
     name_or_path: str,
     scale: str | None,
     algos: list[str] | None,
     results: Path,
-    workers: int = 1,
+    workers: int | None = None,
     scheduler: str | None = None,
     say: Any = print,
     engine: str = "sim",
 ) -> Path:
+    """Run every point; ``workers`` local processes (None or 0: one per core, at most
+    one per point), or on Dask: ``scheduler="local"`` starts a ``LocalCluster`` of
+    ``workers`` processes, one thread each; an address uses that cluster."""
     path = resolve_path(name_or_path)
     doc = read_toml(path)
     exp = validate(doc, path)
@@ -118,12 +136,19 @@ def run_sweep(
     algos = algos or list(exp.experiment.algorithms)
     name = exp.experiment.name or path.stem
     jobs = [(apply(doc, pt), str(path), scale, algos, str(results)) for pt in points]
-    refusal = sweep_refusal(engine, workers, scheduler)
+    refusal = sweep_refusal(engine, workers or 0, scheduler)
     if refusal:
         raise ValueError(refusal)
-    where = "dask " + scheduler if scheduler else f"{workers} local process(es)"
+    if workers is not None and workers < 0:
+        raise SystemExit(f"sweep {name}: --workers must be >= 0 (0: one per core), got {workers}")
+    workers = 1 if engine == "bmv2" else min(workers or cores(), max(1, len(jobs)))
+    where = f"{workers} local process(es)"
     if engine == "bmv2":
         where = "BMv2, one lab per point, one after the other"
+    elif scheduler == "local":
+        where = f"dask LocalCluster of {workers} process(es)"
+    elif scheduler:
+        where = f"dask {scheduler}"
     say(f"sweep {name}: {len(points)} points x {len(algos)} algorithms, {where}")
     t0 = time.monotonic()
     if engine == "bmv2":
@@ -131,12 +156,21 @@ def run_sweep(
         for i, job in enumerate(jobs, start=1):
             say(f"sweep {name}: point {i}/{len(jobs)}: {points[i - 1]}")
             outs.append(run_point(*job, engine="bmv2", say=say))
+    elif scheduler == "local":
+        from dask.distributed import Client, LocalCluster
+
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            outs = _on_dask(client, jobs)
     elif scheduler:
         from dask.distributed import Client
 
         with Client(scheduler) as client:
-            futures = [client.submit(run_point, *job, pure=False) for job in jobs]
-            outs = client.gather(futures)
+            outs = _on_dask(client, jobs)
     elif workers <= 1:
         outs = [run_point(*job) for job in jobs]
     else:

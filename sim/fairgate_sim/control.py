@@ -104,7 +104,7 @@ class SimController:
                 "ficcrd_mapr": list(fic.mapr),
                 "ficcrd_queue_seen": list(fic.queue_seen),
             }
-        _writes, meters = agent.tick(sw.snapshot(), now)
+        _writes, meters = agent.tick(sw.read(), now)
         self._apply(agent, sw, meters)
         clock.at(max(agent.next_wakeup(now), now + 1e-6), self._period, name)
 

@@ -21,15 +21,24 @@ so a run gives the same results on the same seed, bit for bit
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
-from heapq import heappop, heappush
 from itertools import count
-from typing import Any
+from typing import Any, Final
 
 US = 1e-6
+#: Final: a C static in the mypyc build (an import is looked up in the module dict per call)
+_heappush: Final = heapq.heappush
+_heappop: Final = heapq.heappop
+_next: Final = next
 ENGINE = "fairgate_sim.engine (heapq, SimPy's ordering)"
 
-Event = tuple[float, int, Callable[..., Any], tuple[Any, ...]]
+#: A simulated time in seconds: a float, or an int where SimPy's arithmetic gives one
+#: (the clock starts at the int 0). Not ``float``: in the mypyc build a ``float`` is a C
+#: double, so an int passed in would come back a float and results could differ.
+Time = Any
+#: time, tie-break, callback, arguments
+Event = tuple[Time, int, Callable[..., Any], tuple[Any, ...]]
 
 
 class Clock:
@@ -39,7 +48,7 @@ class Clock:
     __slots__ = ("events", "now", "queue", "seq")
 
     def __init__(self) -> None:
-        self.now: float = 0  # SimPy's initial time is the int 0
+        self.now: Time = 0  # SimPy's initial time is the int 0
         self.events = 0
         #: the pending events, a heap of ``(time, seq, fn, args)`` (push with ``push``)
         self.queue: list[Event] = []
@@ -49,36 +58,40 @@ class Clock:
     def now_us(self) -> int:
         return round(self.now * 1e6)
 
-    def at(self, t: float, fn: Callable[..., Any], *args: Any) -> None:
+    def at(self, t: Time, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn(*args)`` at simulated time ``t`` (now if ``t`` is in the past)."""
         now = self.now
         delay = t - now
-        heappush(self.queue, (now + (delay if delay > 0 else 0.0), next(self.seq), fn, args))
+        _heappush(self.queue, (now + (delay if delay > 0 else 0.0), _next(self.seq), fn, args))
         self.events += 1
 
-    def push(self, t: float, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def push(self, t: Time, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         """``at(t, fn, *args)`` for a ``t`` not in the past, args already a tuple (the
         packet path's form: no argument packing)."""
         now = self.now
-        heappush(self.queue, (now + (t - now), next(self.seq), fn, args))
+        _heappush(self.queue, (now + (t - now), _next(self.seq), fn, args))
         self.events += 1
 
-    def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+    def after(self, delay: Time, fn: Callable[..., Any], *args: Any) -> None:
         self.at(self.now + delay, fn, *args)
 
-    def run(self, until: float) -> None:
+    def run(self, until: Time) -> None:
         """Run every event before ``until``; the clock then reads ``until``."""
         stop_at = until if isinstance(until, int) else float(until)
         if stop_at <= self.now:
             raise ValueError(f"until ({stop_at}) must be greater than the current simulation time")
         stop = self.now + (stop_at - self.now)
         q = self.queue
-        pop = heappop
         while q:
-            t, _seq, fn, args = q[0]
+            event = _heappop(q)
+            t = event[0]
             if t >= stop:
+                _heappush(q, event)  # the first event not run, back in place (once per run)
                 break
-            pop(q)
             self.now = t
-            fn(*args)
+            args = event[3]
+            if args:
+                event[2](*args)
+            else:
+                event[2]()  # a port's packet landing (Port._land): a plain call
         self.now = stop

@@ -51,17 +51,6 @@ class SimHost:
         handler(pkt)
 
 
-def _to_switch(sw: SimSwitch, in_port: int) -> Handler:
-    """``sw.receive(pkt, in_port)`` as a one-argument delivery (a closure is cheaper per
-    packet than ``functools.partial`` with a keyword)."""
-    receive = sw.receive
-
-    def deliver(pkt: Packet) -> None:
-        receive(pkt, in_port)
-
-    return deliver
-
-
 @dataclass
 class Network:
     spec: NetSpec
@@ -79,8 +68,8 @@ class Network:
         self.by_ip: dict[str, SimHost] = {}
         for name, h in topo.hosts.items():
             sw = self.switches[h.switch]
-            deliver = _to_switch(sw, h.port)
-            up = OutputPort(self.clock, self.spec.uplinks[name], 0, deliver=deliver)
+            up = OutputPort(self.clock, self.spec.uplinks[name], 0)
+            up.connect_switch(sw, h.port)
             host = SimHost(name, h.ip, up)
             self.hosts[name] = host
             self.by_ip[h.ip] = host
@@ -89,10 +78,10 @@ class Network:
             out = OutputPort(self.clock, self.spec.ports[(sw_name, port)], port)
             peer = pspec.peer_switch
             if peer is None:
-                out.deliver = self.hosts[pspec.peer].receive
+                out.connect_host(self.hosts[pspec.peer])
             else:
                 in_port = int(pspec.peer.split(":")[1])
-                out.deliver = _to_switch(self.switches[peer], in_port)
+                out.connect_switch(self.switches[peer], in_port)
             sw.add_port(out)
         for sw_name, routes in compute_routes(topo).items():
             self.switches[sw_name].routes = {r.prefix.split("/")[0]: r.port for r in routes}

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from fairgate_p4 import generated as g
 
-UDP = 17
-TCP = 6
+UDP: Final = 17
+TCP: Final = 6
 #: Ethernet 14 + IPv4 20 + UDP 8 (the hosts' FRAME_OVERHEAD).
-UDP_OVERHEAD = 14 + 20 + 8
+UDP_OVERHEAD: Final = 14 + 20 + 8
 #: Ethernet 14 + IPv4 20 + TCP 20.
-TCP_OVERHEAD = 14 + 20 + 20
+TCP_OVERHEAD: Final = 14 + 20 + 20
 
 
 @dataclass(slots=True)
@@ -44,6 +44,47 @@ class Packet:
     dropped: bool = False
     # Set by the switch when the UDP ports say "rate header" (L4Classify's fg_port).
     created: float = 0.0
+
+    def __init__(
+        self,
+        src: str,
+        dst: str,
+        sport: int,
+        dport: int,
+        size: int,
+        proto: int = UDP,
+        data: bytes | bytearray | None = None,
+        tcp_flags: int = 0,
+        seq: int = 0,
+        ack: int = 0,
+        length: int = 0,
+        window: int = 0,
+        wscale: int | None = None,
+        fc: Any = None,
+        e2e_clone: bool = False,
+        dropped: bool = False,
+        created: float = 0.0,
+    ) -> None:
+        # Written out rather than generated: a dataclass's generated __init__ is Python
+        # even in the mypyc build (mypyc compiles only the methods in the source), and
+        # every simulated packet is built here. Same parameters, same order.
+        self.src = src
+        self.dst = dst
+        self.sport = sport
+        self.dport = dport
+        self.size = size
+        self.proto = proto
+        self.data = data
+        self.tcp_flags = tcp_flags
+        self.seq = seq
+        self.ack = ack
+        self.length = length
+        self.window = window
+        self.wscale = wscale
+        self.fc = fc
+        self.e2e_clone = e2e_clone
+        self.dropped = dropped
+        self.created = created
 
     @property
     def fg_port(self) -> bool:

@@ -15,13 +15,22 @@ enqueue clones) also schedules egress at ``e_i``, so it runs in time order at ``
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from heapq import heappush
+from typing import TYPE_CHECKING, Any, Final
 
 from fairgate_sim.engine import Clock
 from fairgate_sim.packet import Packet
+
+if TYPE_CHECKING:  # typed for mypyc's native calls; imported at run time by those modules
+    from fairgate_sim.network import SimHost
+    from fairgate_sim.switch import SimSwitch
+
+#: Final: a C static in the mypyc build (an import is looked up in the module dict per call)
+_heappush: Final = heapq.heappush
+_next: Final = next
 
 EgressHook = Callable[[int, Packet, int, float], None]
 Deliver = Callable[[Packet], None]
@@ -62,13 +71,25 @@ class OutputPort:
     port: int = 0
     egress: EgressHook | None = None
     deliver: Deliver | None = None
+    #: the switch whose egress this port is (``SimSwitch.add_port``): called directly,
+    #: a native call in the mypyc build, where ``egress`` is a Python-level call
+    switch: SimSwitch | None = None
+    #: where packets land, when not ``deliver``: a switch's ingress port, or a host
+    to_switch: SimSwitch | None = None
+    to_port: int = -1
+    to_host: SimHost | None = None
     eager: bool = False
     stats: PortStats = field(default_factory=PortStats)
     _pending: deque[tuple[float, Packet, int]] = field(default_factory=deque)
     _free_at: float = 0.0
+    #: packets on their way to the next node: (arrival time, event seq, packet), in order
+    #: (time and seq are Any: in the mypyc build a float or int there would be unboxed
+    #: when read and boxed again, a new object, for the heap)
+    _flight: deque[tuple[Any, Any, Packet]] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
         self._arrive_cb = self._arrive  # one bound method, not one per packet
+        self._land_cb = self._land
 
     def queue_len(self) -> int:
         """Packets waiting (not yet through egress) at the current time."""
@@ -80,7 +101,7 @@ class OutputPort:
         # The packet path: every packet through every port comes here, so the clock's
         # heap is pushed directly (``Clock.push``, inlined) and egress is inlined.
         clock = self.clock
-        now = clock.now
+        now: float = clock.now  # a C double in the mypyc build (Clock.now is Any)
         q = self._pending
         if q and q[0][0] <= now:
             self.drain(now)
@@ -97,11 +118,22 @@ class OutputPort:
         free = self._free_at
         start = free if free > now else now
         self._free_at = start + service
-        heappush(
-            clock.queue,
-            (now + (start + wire + p.delay_s - now), next(clock.seq), self._arrive_cb, (pkt,)),
-        )
+        # The arrival at the next node: an event of its own (time, seq) as ever, but the
+        # clock's heap holds only the first of a port's packets in flight (they arrive in
+        # the order they were sent), the others wait in ``_flight``: the same events in the
+        # same order from a heap of a few hundred entries instead of every packet queued
+        # or on a wire (tens of thousands in the paper parking lot).
+        arrive: Any = now + (start + wire + p.delay_s - now)  # boxed once, for both tuples
+        seq: Any = _next(clock.seq)  # boxed once, for both tuples
         clock.events += 1
+        flight = self._flight
+        if not flight:
+            _heappush(clock.queue, (arrive, seq, self._land_cb, ()))
+            flight.append((arrive, seq, pkt))
+        elif arrive >= flight[-1][0]:
+            flight.append((arrive, seq, pkt))
+        else:  # never seen (service times keep arrivals in order): an event of its own
+            _heappush(clock.queue, (arrive, seq, self._arrive_cb, (pkt,)))
         if start > now:
             q.append((start, pkt, depth))
             stats = self.stats
@@ -113,33 +145,59 @@ class OutputPort:
             stats = self.stats
             stats.sent += 1
             stats.sent_bytes += pkt.size
-            if self.egress is not None:
+            sw = self.switch
+            if sw is not None:
+                sw.egress(self.port, pkt, depth, now)
+            elif self.egress is not None:
                 self.egress(self.port, pkt, depth, now)
         return True
+
+    def connect_switch(self, switch: SimSwitch, in_port: int) -> None:
+        """Packets land on ``switch``, arriving on its port ``in_port``."""
+        self.to_switch, self.to_port = switch, in_port
+
+    def connect_host(self, host: SimHost) -> None:
+        """Packets land on ``host``."""
+        self.to_host = host
 
     def drain(self, now: float) -> None:
         """Run egress for every packet that has left the queue by ``now``."""
         q = self._pending
-        stats, egress, port = self.stats, self.egress, self.port
+        stats, egress, port, sw = self.stats, self.egress, self.port, self.switch
         while q and q[0][0] <= now:
             t, pkt, depth = q.popleft()
-            stats.sent += 1  # self._egress(pkt, depth, t), inlined
+            stats.sent += 1
             stats.sent_bytes += pkt.size
-            if egress is not None:
+            if sw is not None:
+                sw.egress(port, pkt, depth, t)
+            elif egress is not None:
                 egress(port, pkt, depth, t)
 
-    def _egress(self, pkt: Packet, depth: int, t: float) -> None:
-        self.stats.sent += 1
-        self.stats.sent_bytes += pkt.size
-        if self.egress is not None:
-            self.egress(self.port, pkt, depth, t)
+    def _land(self) -> None:
+        """The first packet in flight arrives; the next one's event enters the heap."""
+        flight = self._flight
+        pkt = flight.popleft()[2]
+        if flight:
+            head = flight[0]
+            _heappush(self.clock.queue, (head[0], head[1], self._land_cb, ()))
+        self._arrive(pkt)
 
     def _arrive(self, pkt: Packet) -> None:
         q = self._pending
         if q:
-            now = self.clock.now
+            now: float = self.clock.now
             if q[0][0] <= now:
                 self.drain(now)
+        if pkt.dropped:
+            return
+        to_switch = self.to_switch
+        if to_switch is not None:
+            to_switch.receive(pkt, self.to_port)
+            return
+        to_host = self.to_host
+        if to_host is not None:
+            to_host.receive(pkt)
+            return
         deliver = self.deliver
-        if deliver is not None and not pkt.dropped:
+        if deliver is not None:
             deliver(pkt)

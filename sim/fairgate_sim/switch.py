@@ -20,8 +20,10 @@ into H_feedback. A port without factors stamps nothing; XCP acks are never touch
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import bisect
+import struct
 from dataclasses import dataclass, field
+from typing import Final
 
 from fairgate_controller.telemetry import SIM_QUEUE_DROPS, Buckets, Snapshot
 from fairgate_p4 import generated as g
@@ -31,7 +33,6 @@ from fairgate_p4.header import (
     FIELDS,
     HEADER_BYTES,
     XCP_HEADER_BYTES,
-    RateHeader,
 )
 from fairgate_p4.xcp_math import LG_NONE, RatioBuckets, stamp, switch_feedback
 from fairgate_sim.engine import Clock
@@ -40,27 +41,80 @@ from fairgate_sim.meter import PacketMeter
 from fairgate_sim.packet import TCP, UDP, Packet
 from fairgate_sim.port import OutputPort
 
+_bisect_right: Final = bisect.bisect_right
+
+# Module constants are Final: the mypyc build then reads them as C statics instead of
+# looking each one up in the module's dict on every packet.
 # The rate header's struct, from the codec (fields in fg_rate_t order).
-_HEADER = _PACKER
-_RATE, _RTT, _FLAGS = (FIELDS.index(f) for f in ("rate_kbps", "rtt_us", "flags"))
-_MAX_PORTS, _BUCKET_BITS = g.FG_MAX_PORTS, g.FG_HIST_BUCKET_BITS
-_FG_PORT, _VERSION, _KIND_DATA = g.FG_UDP_PORT, g.FG_VERSION, g.FG_KIND_DATA
-_CONGESTED = g.FG_FLAG_CONGESTED
-NBUCKETS = g.FG_HIST_BUCKETS
-LAST = NBUCKETS - 1
-_SYN, _ACK, _RST, _FIN = g.TCP_FLAG_SYN, g.TCP_FLAG_ACK, g.TCP_FLAG_RST, g.TCP_FLAG_FIN
-_CTRL = _SYN | _ACK | _RST | _FIN
+_HEADER: Final = _PACKER
+_RTT: Final = FIELDS.index("rtt_us")
+
+
+def _field_at(name: str) -> tuple[int, struct.Struct]:
+    """Byte offset and codec of one fg_rate_t field (the layout P4 generates)."""
+    offset = 0
+    for field_name, width in g.HEADER_LAYOUTS["fg_rate_t"]:
+        if field_name == name:
+            return offset // 8, struct.Struct("!" + {8: "B", 16: "H", 32: "I", 64: "Q"}[width])
+        offset += width
+    raise KeyError(f"fg_rate_t has no field {name}")
+
+
+# port_feedback rewrites two fields in place: the rest of the header is left as it came
+_RATE_AT: Final = _field_at("rate_kbps")[0]
+_RATE_FIELD: Final = _field_at("rate_kbps")[1]
+_FLAGS_AT: Final = _field_at("flags")[0]
+_FLAGS_FIELD: Final = _field_at("flags")[1]
+
+
+def _fields_view(names: tuple[str, ...]) -> struct.Struct:
+    """A struct reading only ``names`` of fg_rate_t (in layout order), the other
+    fields skipped as pad bytes."""
+    codes = {8: "B", 16: "H", 32: "I", 64: "Q"}
+    fmt = "".join(
+        codes[width] if name in names else f"{width // 8}x"
+        for name, width in g.HEADER_LAYOUTS["fg_rate_t"]
+    )
+    return struct.Struct("!" + fmt)
+
+
+# what egress reads of a data packet's header, in layout order
+_EGRESS_VIEW: Final = _fields_view(("flags", "rtt_us", "rate_kbps"))
+_MAX_PORTS: Final = g.FG_MAX_PORTS
+_BUCKET_BITS: Final = g.FG_HIST_BUCKET_BITS
+_FG_PORT: Final = g.FG_UDP_PORT
+_VERSION: Final = g.FG_VERSION
+_KIND_DATA: Final = g.FG_KIND_DATA
+_CONGESTED: Final = g.FG_FLAG_CONGESTED
+NBUCKETS: Final = g.FG_HIST_BUCKETS
+LAST: Final = NBUCKETS - 1
+_SYN: Final = g.TCP_FLAG_SYN
+_ACK: Final = g.TCP_FLAG_ACK
+_RST: Final = g.TCP_FLAG_RST
+_FIN: Final = g.TCP_FLAG_FIN
+_CTRL: Final = _SYN | _ACK | _RST | _FIN
 
 
 def bucket_of(bounds: tuple[int, ...], value: int) -> int:
     """The range-table lookup: bucket b holds [bounds[b], bounds[b+1] - 1]; else 31."""
-    b = bisect_right(bounds, value) - 1
+    b = _bisect_right(bounds, value) - 1
     return b if 0 <= b < LAST else LAST
 
 
-_XCP_MIN_BYTES = HEADER_BYTES + XCP_HEADER_BYTES
-_KIND_XCP_DATA = g.FG_KIND_XCP_DATA
-_XCP_BUCKET_BITS = g.FG_XCP_HIST_BUCKET_BITS
+_XCP_MIN_BYTES: Final = HEADER_BYTES + XCP_HEADER_BYTES
+_HEADER_BYTES: Final = HEADER_BYTES
+_KIND_XCP_DATA: Final = g.FG_KIND_XCP_DATA
+_XCP_BUCKET_BITS: Final = g.FG_XCP_HIST_BUCKET_BITS
+
+
+def _used(counts: list[int]) -> dict[int, tuple[int, int]]:
+    """A packets-only counter array's non-zero entries, as a read gives them."""
+    return {i: (n, 0) for i, n in enumerate(counts) if n}
+
+
+def _used_pairs(cells: list[list[int]]) -> dict[int, tuple[int, int]]:
+    """A (packets, bytes) counter array's non-zero entries, as a read gives them."""
+    return {i: (c[0], c[1]) for i, c in enumerate(cells) if c[0] or c[1]}
 
 
 @dataclass
@@ -103,7 +157,7 @@ class SimSwitch:
 
     # ---- control plane -----------------------------------------------------------
     def add_port(self, port: OutputPort) -> None:
-        port.egress = self.egress
+        port.switch = self
         port.eager = self.ficcrd is not None
         self.ports[port.port] = port
 
@@ -173,8 +227,32 @@ class SimSwitch:
             snap.update(self.ficcrd.counters())
         return snap
 
+    def read(self) -> Snapshot:
+        """What the control loop reads each period: ``snapshot()`` without the entries
+        that never counted anything. The agent reads a missing entry as (0, 0)
+        (``counter_deltas`` and every measurement take ``.get(index, (0, 0))``) and the
+        counters are monotonic, so its deltas, decisions and records are the same; a
+        period's ``counter_deltas`` then walks the few hundred used entries of a switch
+        rather than all ~1200 (the paper parking lot: 5 % of them are used)."""
+        self._drain_all()
+        snap: Snapshot = {
+            g.COUNTER_PORT_ARRIVALS: _used_pairs(self.arrivals),
+            g.COUNTER_PORT_DEPARTURES: _used_pairs(self.departures),
+            g.COUNTER_QUEUE_DEPTH_HIST: _used(self.qhist),
+            g.COUNTER_RTT_HIST: _used(self.rhist),
+            g.COUNTER_SESSION_EVENTS: _used(self.events),
+            SIM_QUEUE_DROPS: {
+                i: (p.stats.dropped, p.stats.dropped_bytes) for i, p in self.ports.items()
+            },
+        }
+        if self.xcp_factors:
+            snap[g.COUNTER_XCP_RATIO_HIST] = _used_pairs(self.xhist)
+        if self.ficcrd is not None:
+            snap.update(self.ficcrd.counters())
+        return snap
+
     def _drain_all(self) -> None:
-        now = self.clock.now
+        now: float = self.clock.now
         for p in self.ports.values():
             p.drain(now)
 
@@ -228,15 +306,15 @@ class SimSwitch:
     def egress(self, port: int, pkt: Packet, enq_depth: int, t: float | None = None) -> None:
         """A packet leaving ``port``'s queue at ``t`` (default: now)."""
         # Every packet through every port comes here: globals are bound once
-        # (module constants), the bucket lookups inlined and the rate header read as
-        # a tuple, a ``RateHeader`` built only when the packet is stamped.
+        # (module constants), the bucket lookups inlined and only the three fields
+        # used read from the rate header (no ``RateHeader``; stamping writes two).
         counted = port < _MAX_PORTS
         base = port << _BUCKET_BITS
         if counted and not pkt.e2e_clone:  # an RD clone never arrived: not counted
             c = self.departures[port]
             c[0] += 1
             c[1] += pkt.size
-            b = bisect_right(self._qb, enq_depth) - 1
+            b = _bisect_right(self._qb, enq_depth) - 1
             self.qhist[base | (b if 0 <= b < LAST else LAST)] += 1
         if self.ficcrd is not None and counted and (pkt.fc is not None or pkt.e2e_clone):
             when = self.clock.now if t is None else t
@@ -246,7 +324,7 @@ class SimSwitch:
             data is None
             or pkt.proto != UDP
             or (pkt.dport != _FG_PORT and pkt.sport != _FG_PORT)
-            or len(data) < HEADER_BYTES
+            or len(data) < _HEADER_BYTES
         ):
             return
         if data[0] != _VERSION:
@@ -257,31 +335,32 @@ class SimSwitch:
             return
         if data[1] != _KIND_DATA:
             return  # only stampable data packets are counted and stamped
-        fields = _HEADER.unpack_from(data, 0)
-        rate_kbps = fields[_RATE]
+        flags: int
+        rtt_us: int
+        rate_kbps: int
+        flags, rtt_us, rate_kbps = _EGRESS_VIEW.unpack_from(data, 0)
         if rate_kbps == 0:
             return  # FG_RATE_ZERO: forwarded unchanged
-        rtt_us = fields[_RTT]
         if rtt_us != 0 and counted:
-            b = bisect_right(self._rb, rtt_us) - 1
+            b = _bisect_right(self._rb, rtt_us) - 1
             self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
         entry = self.feedback.get(port)
         if entry is None:
             return
         fair, congested = entry
         stamp = fair != 0 and rate_kbps > fair
-        flag = congested and not fields[_FLAGS] & _CONGESTED
+        flag = congested and not flags & _CONGESTED
         if not (stamp or flag):
             return
-        hdr = RateHeader(*fields)
+        # the two fields written into a copy (what packing a modified RateHeader gives,
+        # without building one per stamped packet)
+        buf = bytearray(data)
         if stamp:
-            hdr.rate_kbps = fair
+            _RATE_FIELD.pack_into(buf, _RATE_AT, fair)
             self.stats.stamped += 1
         if flag:
-            hdr.flags |= _CONGESTED
+            _FLAGS_FIELD.pack_into(buf, _FLAGS_AT, flags | _CONGESTED)
             self.stats.flagged += 1
-        buf = bytearray(data)
-        hdr.pack_into(buf, 0)
         pkt.data = buf
 
     def _xcp_egress(self, port: int, pkt: Packet, data: bytes | bytearray) -> None:
@@ -290,7 +369,7 @@ class SimSwitch:
         if rtt_us == 0:
             return  # RTT unknown: neither counted nor stamped
         base = port << _BUCKET_BITS
-        b = bisect_right(self._rb, rtt_us) - 1
+        b = _bisect_right(self._rb, rtt_us) - 1
         self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
         cwnd, feedback, lg_pos, lg_neg = _XCP_PACKER.unpack_from(data, HEADER_BYTES)
         if lg_pos != LG_NONE and lg_neg != LG_NONE:

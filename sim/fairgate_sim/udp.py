@@ -4,7 +4,7 @@ fed the simulated clock (integer microseconds) and the packets' real header byte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import Finished, SenderConfig, SenderCore, Transmit
@@ -13,7 +13,9 @@ from fairgate_sim.engine import Clock
 from fairgate_sim.network import SimHost
 from fairgate_sim.packet import UDP, UDP_OVERHEAD, Packet
 
-_FG_PORT = g.FG_UDP_PORT
+_FG_PORT: Final = g.FG_UDP_PORT
+#: a C static in the mypyc build (a builtin is looked up by name on every call)
+_round: Final = round
 
 
 @dataclass
@@ -31,7 +33,8 @@ class UdpReceiver:
     def on_packet(self, pkt: Packet) -> None:
         assert pkt.data is not None
         clock = self.clock
-        now_us = round(clock.now * 1e6)  # clock.now_us(), inlined (per packet)
+        now_s: float = clock.now  # a C double in the mypyc build (Clock.now is Any)
+        now_us = _round(now_s * 1e6)  # clock.now_us(), inlined (per packet)
         for out in self.core.on_datagram(pkt.data, now_us, (pkt.src, pkt.sport)):
             ip, sport = cast(tuple[str, int], out.peer)  # the key on_datagram was given
             data = out.data
@@ -74,7 +77,8 @@ class UdpSender:
 
     def on_packet(self, pkt: Packet) -> None:
         assert pkt.data is not None
-        self.core.on_datagram(pkt.data, round(self.clock.now * 1e6))
+        now_s: float = self.clock.now
+        self.core.on_datagram(pkt.data, _round(now_s * 1e6))
         self._poll()
 
     def _wake(self, token: int) -> None:
@@ -85,16 +89,16 @@ class UdpSender:
 
     def _poll(self) -> None:
         core = self.core
-        now = round(self.clock.now * 1e6)  # clock.now_us(), inlined (per packet)
-        poll = core.poll
-        act = poll(now)
+        now_s: float = self.clock.now
+        now = _round(now_s * 1e6)  # clock.now_us(), inlined (per packet)
+        act = core.poll(now)  # not a bound method in a local: mypyc calls it natively
         if type(act) is Transmit:
             host = self.host
             src, dst, sport = host.ip, self.dst_ip, self.sport
             while type(act) is Transmit:
                 data = act.data
                 host.send(Packet(src, dst, sport, _FG_PORT, len(data) + UDP_OVERHEAD, UDP, data))
-                act = poll(now)
+                act = core.poll(now)
         if type(act) is Finished:
             self._token += 1
             self.host.unbind(self.sport)

@@ -132,3 +132,34 @@ def test_bmv2_sweep_with_workers_is_refused_in_one_line(
     code = main(["run", str(path), "--engine", "bmv2", "--workers", "2"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "one lab at a time" in err, err
+
+
+def test_sweep_uses_every_core_by_default(tmp_path: Path) -> None:
+    import json
+
+    from fairgate_exp.sweep import cores
+
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    said: list[str] = []
+    out = run_sweep(str(path), None, None, tmp_path / "r", say=said.append)
+    _check(out)
+    want = min(cores(), 2)  # one process per core, at most one per point
+    assert json.loads((out / "sweep.json").read_text())["workers"] == want
+    assert f"{want} local process(es)" in said[0]
+
+
+def test_sweep_on_a_local_cluster_of_processes(tmp_path: Path) -> None:
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    said: list[str] = []
+    out = run_sweep(str(path), None, None, tmp_path / "r", 2, "local", say=said.append)
+    _check(out)
+    assert "dask LocalCluster of 2 process(es)" in said[0]
+
+
+def test_negative_workers_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "swept.toml"
+    path.write_text(SWEPT)
+    with pytest.raises(SystemExit, match="--workers must be >= 0"):
+        run_sweep(str(path), None, None, tmp_path / "r", -1, say=lambda _m: None)

@@ -50,3 +50,56 @@ def test_after_and_now_us() -> None:
     clock.after(0.25, lambda: got.append(clock.now_us()))
     clock.run(1)
     assert got == [250_000] and clock.now == 1
+
+
+def test_int_times_stay_ints_as_in_simpy() -> None:
+    """The clock starts at the int 0 and int arithmetic stays int (SimPy's behaviour,
+    which the mypyc build keeps: ``Clock.now`` is not a C double there)."""
+    clock = Clock()
+    seen: list[object] = []
+    clock.at(2, lambda: seen.append(clock.now))
+    assert clock.now == 0 and type(clock.now) is int
+    clock.run(3)
+    assert seen == [2] and type(seen[0]) is int
+
+
+def test_packet_init_is_the_dataclass_signature() -> None:
+    """``Packet.__init__`` is written out (compiled by mypyc); it must take the
+    dataclass's fields in order, with their defaults, and set every one (checked by
+    calls, so it holds in the compiled build too)."""
+    import dataclasses
+
+    from fairgate_sim.packet import Packet
+
+    fields = dataclasses.fields(Packet)
+    values: list[object] = ["10.0.0.1", "10.0.0.2", 1, 2, 3, 6, b"x", 4, 5, 6, 7, 8, 9]
+    values += [object(), True, True, 1.5]
+    assert len(values) == len(fields)
+    pkt = Packet(*values)  # type: ignore[arg-type]
+    assert [getattr(pkt, f.name) for f in fields] == values
+    required = [f for f in fields if f.default is dataclasses.MISSING]
+    assert [f.name for f in required] == ["src", "dst", "sport", "dport", "size"]
+    bare = Packet("a", "b", 1, 2, 3)
+    for f in fields[len(required) :]:
+        assert getattr(bare, f.name) == f.default, f.name
+
+
+def test_port_delivers_in_time_order_when_a_later_packet_lands_first() -> None:
+    """A port's packets in flight wait in a FIFO behind the first one's event; a packet
+    that would land before the last one in flight (its link's delay lowered meanwhile)
+    gets an event of its own, so every packet lands at its own time."""
+    from fairgate_sim.packet import Packet
+    from fairgate_sim.port import OutputPort, PortParams
+
+    clock = Clock()
+    got: list[tuple[float, str]] = []
+    out = OutputPort(clock, PortParams(rate_Bps=1e6, delay_s=1.0))
+    out.deliver = lambda pkt: got.append((clock.now, pkt.src))
+    out.send(Packet("a", "x", 1, 2, 1000))  # lands at 0.001 + 1.0
+    out.send(Packet("b", "x", 1, 2, 1000))  # at 0.002 + 1.0
+    out.params = PortParams(rate_Bps=1e6, delay_s=0.1)
+    out.send(Packet("c", "x", 1, 2, 1000))  # at 0.003 + 0.1: before a and b
+    clock.run(2)
+    assert [src for _t, src in got] == ["c", "a", "b"]
+    assert [round(t, 6) for t, _src in got] == [0.103, 1.001, 1.002]
+    assert clock.events == 3
