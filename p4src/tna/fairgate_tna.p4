@@ -95,28 +95,55 @@ control FgIngress(inout tna_headers_t hdr,
         meta.fc_prev_mac = hdr.ethernet.src_addr;
     }
 
+    @hidden
+    action take_sanity() { meta.anomaly = meta.sanity_anomaly; }
+    @hidden
+    action take_no_route() { meta.anomaly = FG_ANOMALY_NO_ROUTE; }
+    @hidden
+    action take_fg() { meta.anomaly = meta.fg_anomaly; }
+    @hidden
+    action take_syn() { meta.anomaly = meta.syn_anomaly; }
+    @hidden
+    action take_l4() { meta.anomaly = meta.l4_anomaly; }
+
+    /* fairgate.p4's precedence of the anomaly counted: a drop reason of
+     * sanity, then no route, then the rate header, TCP flags, L4, and last
+     * sanity's note (IPv4 options) or none; one TCAM lookup, first match wins. */
+    @hidden
+    table anomaly_precedence {
+        key = {
+            meta.sanity_drop : ternary;
+            meta.no_route    : ternary;
+            meta.fg_anomaly  : ternary;
+            meta.syn_anomaly : ternary;
+            meta.l4_anomaly  : ternary;
+        }
+        actions = {
+            take_sanity;
+            take_no_route;
+            take_fg;
+            take_syn;
+            take_l4;
+        }
+        const default_action = take_fg();
+        size = 8;
+        const entries = {
+            (1, _, _, _, _) : take_sanity();
+            (_, 1, _, _, _) : take_no_route();
+            (_, _, FG_ANOMALY_NONE, FG_ANOMALY_NONE, FG_ANOMALY_NONE) : take_sanity();
+            (_, _, FG_ANOMALY_NONE, FG_ANOMALY_NONE, _) : take_l4();
+            (_, _, FG_ANOMALY_NONE, _, _) : take_syn();
+        }
+    }
+
     apply {
         /* Sanity, routing and classification run side by side (each writes
-         * its own verdict); the anomaly counted is then chosen with
-         * fairgate.p4's precedence: a drop reason of sanity, then no route,
-         * then the rate header, TCP flags, L4, IPv4 options. */
+         * its own verdict); anomaly_precedence then chooses the one counted. */
         start_bridge();
         sanity.apply(hdr, meta, ig_dprsr_md);
         routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
         classify.apply(hdr, meta, ig_dprsr_md);
-        if (meta.sanity_drop == 1) {
-            meta.anomaly = meta.sanity_anomaly;
-        } else if (meta.no_route == 1) {
-            meta.anomaly = FG_ANOMALY_NO_ROUTE;
-        } else if (meta.fg_anomaly != FG_ANOMALY_NONE) {
-            meta.anomaly = meta.fg_anomaly;
-        } else if (meta.syn_anomaly != FG_ANOMALY_NONE) {
-            meta.anomaly = meta.syn_anomaly;
-        } else if (meta.l4_anomaly != FG_ANOMALY_NONE) {
-            meta.anomaly = meta.l4_anomaly;
-        } else {
-            meta.anomaly = meta.sanity_anomaly;
-        }
+        anomaly_precedence.apply();
 #ifndef FG_TNA_NO_FICCRD
         /* FICCRD's roles and turnaround do not wait for the verdicts above
          * (fairgate.p4 runs it only for packets not dropped): what it does to a

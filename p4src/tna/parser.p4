@@ -192,7 +192,7 @@ parser FgTnaIngressParser(packet_in pkt,
     state parse_udp {
         pkt.extract(hdr.udp);
         /* UDP residual: the checksum minus itself and minus every header
-         * extracted after this point (fg, fg_rd); the deparser adds them back. */
+         * extracted after this point (fg, fg_rd, fg_xcp); the deparser adds them back. */
         udp_resid.subtract({hdr.udp.checksum});
         udp_resid.subtract_all_and_deposit(meta.udp_residual);
         transition select(hdr.udp.dst_port, hdr.udp.src_port) {
@@ -207,8 +207,16 @@ parser FgTnaIngressParser(packet_in pkt,
         transition select(hdr.fg.kind) {
             FG_KIND_RD_FORWARD: parse_fg_rd;
             FG_KIND_RD_BACKWARD: parse_fg_rd;
+            FG_KIND_XCP_DATA: parse_fg_xcp;
+            FG_KIND_XCP_ACK: parse_fg_xcp;
             default: accept;
         }
+    }
+
+    /* (a datagram too short for it is caught by L4Classify's xcp_room) */
+    state parse_fg_xcp {
+        pkt.extract(hdr.fg_xcp);
+        transition accept;
     }
 
     state parse_fg_rd {
@@ -238,7 +246,7 @@ control FgTnaIngressDeparser(packet_out pkt,
                 hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
         }
         if (meta.udp_csum_update == 1) {
-            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, meta.udp_residual});
+            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, hdr.fg_xcp, meta.udp_residual});
         }
         pkt.emit(meta.bridge);
         pkt.emit(hdr);
@@ -341,7 +349,7 @@ parser FgTnaEgressParser(packet_in pkt,
     state parse_udp {
         pkt.extract(hdr.udp);
         /* UDP residual: the checksum minus itself and minus every header
-         * extracted after this point (fg, fg_rd); the deparser adds them back. */
+         * extracted after this point (fg, fg_rd, fg_xcp); the deparser adds them back. */
         udp_resid.subtract({hdr.udp.checksum});
         udp_resid.subtract_all_and_deposit(meta.udp_residual);
         transition select(hdr.udp.dst_port, hdr.udp.src_port) {
@@ -356,8 +364,16 @@ parser FgTnaEgressParser(packet_in pkt,
         transition select(hdr.fg.kind) {
             FG_KIND_RD_FORWARD: parse_fg_rd;
             FG_KIND_RD_BACKWARD: parse_fg_rd;
+            FG_KIND_XCP_DATA: parse_fg_xcp;
+            FG_KIND_XCP_ACK: parse_fg_xcp;
             default: accept;
         }
+    }
+
+    /* (a datagram too short for it is caught by L4Classify's xcp_room) */
+    state parse_fg_xcp {
+        pkt.extract(hdr.fg_xcp);
+        transition accept;
     }
 
     state parse_fg_rd {
@@ -387,7 +403,7 @@ control FgTnaEgressDeparser(packet_out pkt,
                 hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
         }
         if (meta.udp_csum_update == 1) {
-            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, meta.udp_residual});
+            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, hdr.fg_xcp, meta.udp_residual});
         }
         if (meta.tcp_csum_update == 1) {
             hdr.tcp.checksum = tcp_csum.update({hdr.tcp.window, meta.tcp_residual});

@@ -106,6 +106,7 @@ struct tna_headers_t {
     udp_t          udp;
     fg_rate_t      fg;
     fg_rd_t        fg_rd;
+    fg_xcp_t       fg_xcp;
 }
 
 struct tna_ingress_meta_t {
