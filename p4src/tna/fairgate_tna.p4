@@ -9,12 +9,12 @@
  *          anomaly counter
  * egress:  departure, queue-depth and RTT telemetry -> FICCRD (RD emission,
  *          core MAPR/ER, RD consumption, receive-window rewriting) -> rate
- *          feedback (min-stamping, congestion flag)
+ *          feedback (min-stamping, congestion flag) -> XCP's per-packet
+ *          feedback (xcp.p4)
  *
  * Features can be compiled out to measure what each costs
  * (python -m fairgate_p4.tna_resources): -DFG_TNA_NO_TELEMETRY,
- * -DFG_TNA_NO_ADMISSION, -DFG_TNA_NO_FEEDBACK, -DFG_TNA_NO_FICCRD.
- * XCP's per-packet step does not exist in fairgate.p4 yet, so not here either. */
+ * -DFG_TNA_NO_ADMISSION, -DFG_TNA_NO_FEEDBACK, -DFG_TNA_NO_FICCRD, -DFG_TNA_NO_XCP. */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
@@ -42,6 +42,9 @@
 #include "tna/egress.p4"
 #ifndef FG_TNA_NO_FICCRD
 #include "tna/ficcrd.p4"
+#endif
+#ifndef FG_TNA_NO_XCP
+#include "tna/xcp.p4"
 #endif
 
 control FgIngress(inout tna_headers_t hdr,
@@ -191,6 +194,9 @@ control FgEgress(inout tna_headers_t hdr,
 #ifndef FG_TNA_NO_FEEDBACK
     RateFeedback() feedback;
 #endif
+#ifndef FG_TNA_NO_XCP
+    XcpFeedback() xcp;
+#endif
 
     RateWrite() rate_write;
 
@@ -217,6 +223,11 @@ control FgEgress(inout tna_headers_t hdr,
         if (hdr.udp.isValid() && hdr.udp.checksum != 0) {
             meta.udp_has_csum = 1;
         }
+#ifndef FG_TNA_NO_XCP
+        /* XCP data packets only (fg_xcp valid): never an RD, never stamped by
+         * RateWrite, so the two share no header field. */
+        xcp.apply(hdr, meta, eg_intr_md);
+#endif
         rate_write.apply(hdr, meta, eg_intr_md);
     }
 }

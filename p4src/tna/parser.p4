@@ -300,6 +300,10 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc.log_in_rtt = 0;
         meta.fc.sample = 0;
         meta.fc.sample_delta = 0;
+        meta.xcp_bucket = 0;
+        meta.xcp_xi_p = FG_XCP_LG_NONE;
+        meta.xcp_xi_n = FG_XCP_LG_NONE;
+        meta.xcp_factors_hit = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             FG_TNA_MIRRORED: parse_rd_mirror;
             default: parse_bridge;

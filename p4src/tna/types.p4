@@ -153,6 +153,10 @@ struct tna_egress_meta_t {
     bit<32> er_rate;
     bit<8>  queue_bucket;
     bit<8>  rtt_bucket;
+    bit<8>  xcp_bucket;          /* xcp_ratio_buckets' choice */
+    bit<32> xcp_xi_p;            /* lg_xi_p of xcp_factors, zero-extended (FG_XCP_LG_NONE: none) */
+    bit<32> xcp_xi_n;
+    bit<1>  xcp_factors_hit;
     MirrorId_t mirror_session;
     /* FICCRD core */
     bit<16> fc_dpf;
