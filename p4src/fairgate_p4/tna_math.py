@@ -246,7 +246,7 @@ def render_tables() -> str:
     log_table("log_er", "hdr.fg.rate_kbps", 32, "set_log_er", window_base_key())
     log_table("log_rtt", "meta.fc.log_in_rtt", 32, "set_log_rtt", 0)
     log_table("log_rtt_min", "meta.bridge.fc_rtt_min_us", 32, "set_log_rtt_min", 0)
-    log_table("log_mapr", "log_in_mapr", 32, "set_log_mapr", 0)
+    log_table("log_mapr", "msum", 32, "set_log_mapr", 0)
     log_table(
         "log_dpf",
         "meta.fc_dpf",

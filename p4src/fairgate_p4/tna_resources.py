@@ -33,7 +33,7 @@ END = "<!-- END tna-resources -->"
 #: Stages of one Tofino pipe.
 MAX_STAGES = {"tofino": 12, "tofino2": 20}
 ARCH = {"tofino": "tna", "tofino2": "t2na"}
-FEATURES = ("TELEMETRY", "ADMISSION", "FEEDBACK", "FICCRD")
+FEATURES = ("TELEMETRY", "ADMISSION", "FEEDBACK", "FICCRD", "XCP")
 #: Every variant: name -> the features compiled out.
 VARIANTS: dict[str, tuple[str, ...]] = {
     "full": (),

@@ -186,6 +186,7 @@ control FgEgress(inout tna_headers_t hdr,
                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 #ifndef FG_TNA_NO_TELEMETRY
+    DepartureBuckets() buckets;
     DepartureTelemetry() departures;
 #endif
 #ifndef FG_TNA_NO_FICCRD
@@ -200,35 +201,44 @@ control FgEgress(inout tna_headers_t hdr,
 
     RateWrite() rate_write;
 
+    /* Tofino 1 places a control-flow sequence in program order (ficcrd.p4):
+     * shallow lookups first, XCP and FICCRD as the two arms of one branch
+     * (their packets never overlap: XCP kinds are neither TCP nor RDs), so
+     * that their chains run side by side, the counters last. */
     apply {
-#ifndef FG_TNA_NO_FEEDBACK
-        /* Before FICCRD, as in fairgate.p4: feedback only stamps data
-         * packets, FICCRD only RDs and TCP; both leave the rate itself to
-         * RateWrite, the one writer of rate_kbps. */
-        feedback.apply(hdr, meta, eg_intr_md);
-#endif
 #ifndef FG_TNA_NO_TELEMETRY
-        /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
-        if (eg_intr_md.egress_port < FG_MAX_PORTS && meta.is_rd_clone == 0) {
-            departures.apply(hdr, meta, eg_intr_md);
-        }
+        buckets.apply(hdr, meta, eg_intr_md);
 #endif
-#ifndef FG_TNA_NO_FICCRD
-        /* Not behind a condition: FICCRD gates each side effect itself (its
-         * roles, the port range), so that its arithmetic starts at stage 0. */
-        ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+#ifndef FG_TNA_NO_FEEDBACK
+        /* Feedback only stamps data packets, FICCRD only RDs and TCP; both
+         * leave the rate itself to RateWrite, the one writer of rate_kbps. */
+        feedback.apply(hdr, meta, eg_intr_md);
 #endif
         /* A UDP checksum of 0 means none and stays 0 when the rate header is
          * rewritten (v1model tests it after the rewrite); RateWrite copies it. */
         if (hdr.udp.isValid() && hdr.udp.checksum != 0) {
             meta.udp_has_csum = 1;
         }
-#ifndef FG_TNA_NO_XCP
-        /* XCP data packets only (fg_xcp valid): never an RD, never stamped by
-         * RateWrite, so the two share no header field. */
+#if !defined(FG_TNA_NO_XCP) && !defined(FG_TNA_NO_FICCRD)
+        if (hdr.fg_xcp.isValid()) {
+            xcp.apply(hdr, meta, eg_intr_md);
+        } else {
+            /* Not behind a further condition: FICCRD gates each side effect
+             * itself (its roles, the port range). */
+            ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+        }
+#elif !defined(FG_TNA_NO_XCP)
         xcp.apply(hdr, meta, eg_intr_md);
+#elif !defined(FG_TNA_NO_FICCRD)
+        ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
 #endif
         rate_write.apply(hdr, meta, eg_intr_md);
+#ifndef FG_TNA_NO_TELEMETRY
+        /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
+        if (eg_intr_md.egress_port < FG_MAX_PORTS && meta.is_rd_clone == 0) {
+            departures.apply(hdr, meta, eg_intr_md);
+        }
+#endif
     }
 }
 

@@ -2721,7 +2721,7 @@
 
     @name(".log_mapr")
     table log_mapr {
-        key = { log_in_mapr : ternary; }
+        key = { msum : ternary; }
         actions = { set_log_mapr; }
         const default_action = set_log_mapr(0);
         size = 895;

@@ -294,6 +294,7 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc.now_us = 0;
         meta.fc.stamp_us = 0;
         meta.fc.syn_us = 0;
+        meta.fc.rd_minus = 0;
         meta.fc.closed_bytes = 0;
         meta.fc.new_window = 0;
         meta.fc.shift = 0;

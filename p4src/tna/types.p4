@@ -91,6 +91,7 @@ struct fg_ficcrd_scratch_t {
     bit<32> now_us;       /* egress clock, 1.024 us ticks */
     bit<32> stamp_us;     /* an RD clone's time stamp: when it was queued */
     bit<32> syn_us;       /* when the flow's SYN left (0: none to take) */
+    bit<32> rd_minus;     /* an RD's time stamp minus now (minus its round trip) */
     bit<32> closed_bytes; /* bytes of the rate window a packet closed */
     bit<16> new_window;   /* receive window an RD gives its flow */
     bit<32> shift;        /* the flow's window scale (an RD's lookup) */
