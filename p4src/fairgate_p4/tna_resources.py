@@ -267,6 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path, default=TOP / "build" / "tna")
     r.add_argument("--doc", type=Path, default=DOC)
     r.add_argument("--no-compile", action="store_true", help="read existing logs only")
+    r.add_argument(
+        "--variants",
+        nargs="+",
+        choices=sorted(VARIANTS),
+        default=list(VARIANTS),
+        help="report only these variants (default: every one)",
+    )
     args = parser.parse_args(argv)
     if bf_p4c() is None and not getattr(args, "no_compile", False):
         print(MISSING_HINT, file=sys.stderr)
@@ -289,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows: list[Resources] = []
     failed: dict[str, str] = {}
-    for variant in VARIANTS:
+    for variant in args.variants:
         out = args.out / args.target / variant
         if not args.no_compile:
             res = compile_variant(variant, args.target, args.out)

@@ -18,11 +18,12 @@ pytestmark = pytest.mark.skipif(
     "Tofino backend, backends/tofino)",
 )
 
-#: The variant `make test` compiles: every feature but FICCRD, which does not
-#: fit one pipe yet (docs/hardware.md, "Fitting FICCRD" and "Resources").
+#: The variant `make test` compiles: every feature (XCP included) but FICCRD,
+#: which does not fit one pipe yet (docs/hardware.md, "Fitting FICCRD" and
+#: "Resources").
 VARIANT = "no-ficcrd"
 #: Wire headers both programs declare from p4src/include/headers.p4.
-WIRE_HEADERS = ("ethernet_t", "ipv4_t", "tcp_t", "udp_t", "fg_rate_t", "fg_rd_t")
+WIRE_HEADERS = ("ethernet_t", "ipv4_t", "tcp_t", "udp_t", "fg_rate_t", "fg_rd_t", "fg_xcp_t")
 DOC = artifacts.P4SRC.parent / "docs" / "hardware.md"
 
 
@@ -140,4 +141,8 @@ def test_control_plane_names_match_or_are_documented(
         "port_arrivals",
         "syn_meter",
         "build_rd",
+        "xcp_factors",
+        "set_xcp_factors",
+        "xcp_ratio_buckets",
+        "xcp_ratio_hist",
     } <= shared
