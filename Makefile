@@ -145,8 +145,9 @@ clean:
 # ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
 # Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
 TNA_TARGET  ?= tofino
-# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md,
-# "Fitting FICCRD" (21 stages of 12 after the redesign, 35 before).
+# The default is every feature (XCP included) but FICCRD; `full` does not fit one
+# pipe yet: docs/hardware.md, "Fitting FICCRD" (18 stages of 12 in bf-p4c's first
+# placement round after the stage-order rewrite, 21 before, 35 at first).
 TNA_VARIANT ?= no-ficcrd
 
 
@@ -154,6 +155,7 @@ build-tna: $(STAMP)
 	$(PY) -m fairgate_p4.tna_resources build --target $(TNA_TARGET) --variant $(TNA_VARIANT)
 
 # Compiles every variant (whole program, base, base + each feature) and rewrites
-# the measured resource section of docs/hardware.md (a few minutes on 2 cores).
+# the measured resource section of docs/hardware.md (about 15 minutes on 2 idle
+# cores; TNA_REPORT_ARGS="--variants no-ficcrd ficcrd-core" for fewer).
 tna-report: $(STAMP)
-	$(PY) -m fairgate_p4.tna_resources report --target $(TNA_TARGET)
+	$(PY) -m fairgate_p4.tna_resources report --target $(TNA_TARGET) $(TNA_REPORT_ARGS)
