@@ -255,11 +255,32 @@ def write_doc(section: str, doc: Path = DOC) -> None:
     doc.write_text(head + section + tail)
 
 
+def build_one(variant: str, target: str, out: Path) -> int:
+    """Compile one variant; 1 (and why, on stderr) when it fails or warns, else 0."""
+    res = compile_variant(variant, target, out)
+    sys.stdout.write(res.stderr)
+    if res.returncode != 0:
+        print(f"bf-p4c failed ({res.returncode}) for {variant}", file=sys.stderr)
+        return 1
+    if res.warnings:
+        print(f"bf-p4c printed {len(res.warnings)} warning(s) for {variant}", file=sys.stderr)
+        return 1
+    stages = stages_from_log((res.out / "pipe/logs/table_summary.log").read_text())
+    print(
+        f"{target}/{variant}: {max(stages.values())} stages "
+        f"(ingress {stages.get('ingress')}, egress {stages.get('egress')}), "
+        f"{res.seconds:.0f} s -> {res.out}"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile one variant; fail on errors or warnings")
-    b.add_argument("--variant", default="full", choices=sorted(VARIANTS))
+    b.add_argument(
+        "--variant", nargs="+", default=["full"], choices=sorted(VARIANTS), help="one or more"
+    )
     b.add_argument("--target", default="tofino", choices=sorted(ARCH))
     b.add_argument("--out", type=Path, default=TOP / "build" / "tna")
     r = sub.add_parser("report", help="compile every variant and write docs/hardware.md")
@@ -279,21 +300,10 @@ def main(argv: list[str] | None = None) -> int:
         print(MISSING_HINT, file=sys.stderr)
         return 2
     if args.cmd == "build":
-        res = compile_variant(args.variant, args.target, args.out)
-        sys.stdout.write(res.stderr)
-        if res.returncode != 0:
-            print(f"bf-p4c failed ({res.returncode}) for {args.variant}", file=sys.stderr)
-            return 1
-        if res.warnings:
-            print(f"bf-p4c printed {len(res.warnings)} warning(s)", file=sys.stderr)
-            return 1
-        stages = stages_from_log((res.out / "pipe/logs/table_summary.log").read_text())
-        print(
-            f"{args.target}/{args.variant}: {max(stages.values())} stages "
-            f"(ingress {stages.get('ingress')}, egress {stages.get('egress')}), "
-            f"{res.seconds:.0f} s -> {res.out}"
-        )
-        return 0
+        failures = 0
+        for variant in args.variant:
+            failures += build_one(variant, args.target, args.out)
+        return 1 if failures else 0
     rows: list[Resources] = []
     failed: dict[str, str] = {}
     for variant in args.variants:

@@ -46,6 +46,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
                      in egress_intrinsic_metadata_t eg_intr_md,
                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* ---- state: per flow (edge) ---- */
     @name(".ficcrd_flow_key")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_key;
@@ -72,6 +73,8 @@ control FiccrdEgress(inout tna_headers_t hdr,
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_syn_us;
     @name(".ficcrd_flow_base_rtt")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_base_rtt;
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     /* ---- state: per output queue (core) ---- */
     @name(".ficcrd_mapr")
     Register<bit<32>, bit<4>>(FG_MAX_PORTS, 0) mapr_sum;
@@ -82,13 +85,18 @@ control FiccrdEgress(inout tna_headers_t hdr,
     @name(".ficcrd_queue_seen")
     Register<bit<32>, bit<4>>(FG_MAX_PORTS, 0) queue_seen;
 
+#endif
     @name(".ficcrd_edge_events")
     Counter<bit<64>, bit<7>>(FG_FICCRD_EVENT_ENTRIES, CounterType_t.PACKETS_AND_BYTES) edge_events;
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".ficcrd_core_events")
     Counter<bit<32>, bit<7>>(FG_FICCRD_EVENT_ENTRIES, CounterType_t.PACKETS) core_events;
+#endif
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_out;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_back;
+#endif
     /* Identity hashes: bit slices of the timestamps (an ALU cannot take a
      * slice that is not aligned the way the parser deposits the field). */
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_now;
@@ -121,10 +129,12 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<16> ack_window;
     bit<16> log_er_out;
     bit<16> log_rtt_out;
+#ifndef FG_TNA_NO_FICCRD_CORE
     bit<16> log_mapr_out;
     bit<16> log_dpf_out;
     bit<16> er_key;
     bit<32> er_excess;
+#endif
     bit<8>  slot;
     bit<32> old_sample;
     bit<32> msum;
@@ -144,6 +154,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<1>  back_syn_ack;
     bit<1>  summed;        /* an RD that reads the MAPR sum without a sample */
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* ---- register actions: flow key (depth 1) ---- */
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_claim = {
         void apply(inout bit<32> value, out bit<1> rv) {
@@ -339,6 +350,8 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     /* ---- core ---- */
     RegisterAction<bit<32>, bit<4>, bit<32>>(queue_seen) queue_seen_read = {
         void apply(inout bit<32> value, out bit<32> rv) {
@@ -380,7 +393,9 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
+#endif
     /* ---- table actions ---- */
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_dpf")
     action set_dpf(bit<16> dpf, bit<1> above_q0) {
         meta.fc_dpf = dpf;
@@ -402,23 +417,31 @@ control FiccrdEgress(inout tna_headers_t hdr,
         size = FG_MAX_PORTS * 32;
     }
 
+#endif
     @name(".set_log_er")
     action set_log_er(bit<16> log) { log_er_out = log; }
     @name(".set_log_rtt")
     action set_log_rtt(bit<16> log) { log_rtt_out = log; }
     @name(".set_log_rtt_min")
     action set_log_rtt_min(bit<16> log) { log_rtt_min_out = log; }
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_log_mapr")
     action set_log_mapr(bit<16> log) { log_mapr_out = log; }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_log_dpf")
     action set_log_dpf(bit<16> log) { log_dpf_out = log; }
+#endif
     @name(".set_window")
     action set_window(bit<16> window) { meta.fc.new_window = window; }
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_er")
     action set_er(bit<32> rate) { meta.er_rate = rate; }
+#endif
 
 #include "tna/ficcrd_math_tables.p4"
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* flow keys: a hash result in an action of its own (the hash takes the
      * action's immediate path, which constants would also need) */
     @hidden
@@ -431,6 +454,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
                                       hdr.tcp.dst_port, hdr.tcp.src_port});
     }
+#endif
     @hidden
     action take_clock() {
         meta.fc.now_us = hash_now.get({eg_prsr_md.global_tstamp[41:10]});
@@ -498,6 +522,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action rd_window_floor() {
         win_key = max(win_sum, win_low);
     }
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* The deparser fixes the TCP checksum from the parser's residual
      * (v1model: RFC 1624 in this action). */
     @name(".rewrite_window")
@@ -505,10 +530,26 @@ control FiccrdEgress(inout tna_headers_t hdr,
         hdr.tcp.window = ack_window;
         meta.tcp_csum_update = 1;
     }
+    /* Constant assignments in actions of their own: merged into the action of
+     * a RegisterAction indexed through the hash unit, they would need action
+     * data on the hit path, which bf-p4c cannot program for a keyless table. */
+    @hidden
+    action note_flow_started() {
+        rwnd_path = FG_TNA_RWND_RESET;
+        edge_event = FG_EDGE_FLOW_STARTED;
+        edge_counted = 1;
+    }
+    @hidden
+    action note_syn_ack() {
+        back_syn_ack = 1;
+    }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     @hidden
     action sample_diff() {
         meta.fc.sample_delta = meta.fc.sample - old_sample;
     }
+#endif
     /* every flag and value a later branch reads, in one action */
     @hidden
     action clear_scratch() {
@@ -531,6 +572,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         old_sample = 0;
         slot = 0;
     }
+#ifndef FG_TNA_NO_FICCRD_CORE
     @hidden
     action er_key_sum() {
         er_key = log_mapr_out + log_dpf_out;
@@ -539,7 +581,9 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action er_compare() {
         er_excess = rate_in |-| meta.er_rate;
     }
+#endif
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     @hidden
     action clone_rd() {
         meta.rd_mirror.setValid();
@@ -552,6 +596,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     }
 
 
+#endif
     apply {
         /* Tofino 1 places the items of a control-flow sequence in program
          * order (bf-p4c: "in-sequence control dependence"): an item cannot sit
@@ -662,7 +707,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
                 /* The receiver's shift applies to every later window it sends
                  * (kept with the flow key; v1model: only for a tracked flow). */
                 wscale_write.execute(meta.fc.fkey[9:0]);
-                back_syn_ack = 1;
+                note_syn_ack();
             } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
                        == TCP_FLAG_ACK) {
                 matched = key_match.execute(meta.fc.fkey[9:0]);
@@ -722,9 +767,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
                 window_start.execute(meta.fc.fkey[9:0]);
                 packets_first.execute(meta.fc.fkey[9:0]);
                 base_reset.execute(meta.fc.fkey[9:0]);
-                rwnd_path = FG_TNA_RWND_RESET;
-                edge_event = FG_EDGE_FLOW_STARTED;
-                edge_counted = 1;
+                note_flow_started();
             } else {
                 rtt = rtt_read.execute(meta.fc.fkey[9:0]);
                 meta.fc.closed_bytes = window_add.execute(meta.fc.fkey[9:0]);
