@@ -199,7 +199,9 @@ control FgEgress(inout tna_headers_t hdr,
     XcpFeedback() xcp;
 #endif
 
+#ifdef FG_TNA_NO_FICCRD
     RateWrite() rate_write;
+#endif
 
     /* Tofino 1 places a control-flow sequence in program order (ficcrd.p4):
      * shallow lookups first, XCP and FICCRD as the two arms of one branch
@@ -221,18 +223,22 @@ control FgEgress(inout tna_headers_t hdr,
         }
 #if !defined(FG_TNA_NO_XCP) && !defined(FG_TNA_NO_FICCRD)
         if (hdr.fg_xcp.isValid()) {
+            /* RateWrite has nothing to do for an XCP packet (no RD, no DATA) */
             xcp.apply(hdr, meta, eg_intr_md);
         } else {
             /* Not behind a further condition: FICCRD gates each side effect
-             * itself (its roles, the port range). */
+             * itself (its roles, the port range). It applies RateWrite
+             * before its counters. */
             ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         }
 #elif !defined(FG_TNA_NO_XCP)
         xcp.apply(hdr, meta, eg_intr_md);
+        rate_write.apply(hdr, meta, eg_intr_md);
 #elif !defined(FG_TNA_NO_FICCRD)
         ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
-#endif
+#else
         rate_write.apply(hdr, meta, eg_intr_md);
+#endif
 #ifndef FG_TNA_NO_TELEMETRY
         /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
         if (eg_intr_md.egress_port < FG_MAX_PORTS && meta.is_rd_clone == 0) {

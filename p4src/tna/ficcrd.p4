@@ -99,6 +99,8 @@ control FiccrdEgress(inout tna_headers_t hdr,
 #endif
     /* Identity hashes: bit slices of the timestamps (an ALU cannot take a
      * slice that is not aligned the way the parser deposits the field). */
+    RateWrite() rate_write;
+
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_now;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_window;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_queued;
@@ -909,6 +911,10 @@ control FiccrdEgress(inout tna_headers_t hdr,
 #ifndef FG_TNA_NO_FICCRD_CORE
         er_compare();
 #endif
+
+        /* RateWrite (egress.p4), the one writer of the rate header, runs
+         * here, before the counters: after them it would wait a stage. */
+        rate_write.apply(hdr, meta, eg_intr_md);
 
         /* ---- D9: counters ---- */
         if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
