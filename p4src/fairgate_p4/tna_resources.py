@@ -129,6 +129,8 @@ class Resources:
     logical_tables: int
     compile_seconds: float = 0.0
     stage_map: list[tuple[int, str]] = field(default_factory=list)
+    #: the compiler's first error (compile.log), e.g. the assembler's after placement
+    error: str = ""
 
 
 _STAGES = re.compile(r"Number of stages for (ingress|egress) table allocation: (\d+)")
@@ -152,6 +154,12 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     for stage, name in _ROW.findall(summary):
         first.setdefault(name, int(stage))  # the placement table; later sections repeat names
     stage_map = [(stage, name) for name, stage in first.items()]
+    log = out / "compile.log"
+    errors = [
+        line.split("error:", 1)[1].strip()
+        for line in (log.read_text().splitlines() if log.exists() else [])
+        if "error:" in line
+    ]
     return Resources(
         variant=variant or out.name,
         stages=max(stages.values()) if stages else 0,
@@ -167,6 +175,7 @@ def read_resources(out: Path, variant: str = "") -> Resources:
         logical_tables=metrics["mau"]["logical_tables"],
         compile_seconds=float(metrics.get("compilation_time", 0.0)),
         stage_map=stage_map,
+        error=errors[0] if errors else "",
     )
 
 
@@ -189,8 +198,9 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
         "`base` is sanity + routing + classification + the anomaly counter (every",
         "feature compiled out); `base+X` adds feature X; `full` is everything;",
         "`ficcrd-edge` / `ficcrd-core` are `full` with only FICCRD's edge or core role.",
-        "A variant that does not fit fails in placement; its row is what the compiler",
-        "logged up to then. `backend s` is `compilation_time` from `metrics.json`.",
+        "A variant that does not fit fails in placement or in the assembler (its first",
+        "error from `compile.log` is shown); its row is what the compiler logged up to",
+        "then. `backend s` is `compilation_time` from `metrics.json`.",
         "",
         "| variant | fits | stages (ingress / egress) | SRAM | TCAM | map RAM | stateful+meter ALUs"
         " | stats ALUs | hash dist units | PHV bits | logical tables | backend s |",
@@ -199,6 +209,8 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
     base = next((r for r in rows if r.variant == "base"), None)
     for r in rows:
         fits = "yes" if r.stages <= limit else f"**no** ({r.stages} > {limit})"
+        if r.error:
+            fits = f"**no**: {r.error}"
         out.append(
             f"| {r.variant} | {fits} | {r.stages} ({r.ingress_stages} / {r.egress_stages}) "
             f"| {r.srams} | {r.tcams} | {r.map_rams} | {r.stateful_alus} | {r.stats_alus} "
@@ -226,7 +238,7 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
                     f"| {r.hash_dist_units - base.hash_dist_units:+d} "
                     f"| {r.phv_bits - base.phv_bits:+d} |"
                 )
-    fitting = [r for r in rows if r.stages <= limit and r.stage_map]
+    fitting = [r for r in rows if r.stages <= limit and r.stage_map and not r.error]
     shown = max(fitting, key=lambda r: r.logical_tables, default=None)
     if shown is not None:
         out += [
