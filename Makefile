@@ -48,7 +48,7 @@ help:
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
 	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
-	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT=no-ficcrd|full|base|...]"
+	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT='no-ficcrd ficcrd-core' or full, base, ...]"
 	@echo "  make tna-report    compile every TNA variant, write docs/hardware.md's resource section"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
@@ -145,15 +145,17 @@ clean:
 # ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
 # Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
 TNA_TARGET  ?= tofino
-# `full` (every feature) does not fit one pipe yet (FICCRD): docs/hardware.md,
-# "Fitting FICCRD" (21 stages of 12 after the redesign, 35 before).
-TNA_VARIANT ?= no-ficcrd
+# Default (TNA_VARIANT empty): tna_resources.DEFAULT_VARIANTS, the variants that fit
+# one pipe and together cover every feature (docs/hardware.md, "Status"); `full`
+# does not fit yet ("Fitting FICCRD").
+TNA_VARIANT ?=
 
 
 build-tna: $(STAMP)
-	$(PY) -m fairgate_p4.tna_resources build --target $(TNA_TARGET) --variant $(TNA_VARIANT)
+	$(PY) -m fairgate_p4.tna_resources build --target $(TNA_TARGET) $(if $(TNA_VARIANT),--variant $(TNA_VARIANT))
 
 # Compiles every variant (whole program, base, base + each feature) and rewrites
-# the measured resource section of docs/hardware.md (a few minutes on 2 cores).
+# the measured resource section of docs/hardware.md (about 15 minutes on 2 idle
+# cores; TNA_REPORT_ARGS="--variants no-ficcrd ficcrd-core" for fewer).
 tna-report: $(STAMP)
-	$(PY) -m fairgate_p4.tna_resources report --target $(TNA_TARGET)
+	$(PY) -m fairgate_p4.tna_resources report --target $(TNA_TARGET) $(TNA_REPORT_ARGS)

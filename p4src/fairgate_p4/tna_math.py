@@ -246,7 +246,10 @@ def render_tables() -> str:
     log_table("log_er", "hdr.fg.rate_kbps", 32, "set_log_er", window_base_key())
     log_table("log_rtt", "meta.fc.log_in_rtt", 32, "set_log_rtt", 0)
     log_table("log_rtt_min", "meta.bridge.fc_rtt_min_us", 32, "set_log_rtt_min", 0)
-    log_table("log_mapr", "log_in_mapr", 32, "set_log_mapr", 0)
+    exp_table("exp_window", "win_key", "set_window", window_keys(), window_value)
+    # the core's tables: not in an edge-only profile (-DFG_TNA_NO_FICCRD_CORE)
+    lines.append("#ifndef FG_TNA_NO_FICCRD_CORE")
+    log_table("log_mapr", "msum", 32, "set_log_mapr", 0)
     log_table(
         "log_dpf",
         "meta.fc_dpf",
@@ -254,8 +257,8 @@ def render_tables() -> str:
         "set_log_dpf",
         ER_OFFSET - LOG_ONE * (g.FG_DPF_SHIFT + MAPR_SAMPLE_BITS),
     )
-    exp_table("exp_window", "win_key", "set_window", window_keys(), window_value)
     exp_table("exp_er", "er_key", "set_er", er_keys(), er_value)
+    lines.append("#endif")
     return "\n".join(lines)
 
 

@@ -33,7 +33,7 @@ END = "<!-- END tna-resources -->"
 #: Stages of one Tofino pipe.
 MAX_STAGES = {"tofino": 12, "tofino2": 20}
 ARCH = {"tofino": "tna", "tofino2": "t2na"}
-FEATURES = ("TELEMETRY", "ADMISSION", "FEEDBACK", "FICCRD")
+FEATURES = ("TELEMETRY", "ADMISSION", "FEEDBACK", "FICCRD", "XCP")
 #: Every variant: name -> the features compiled out.
 VARIANTS: dict[str, tuple[str, ...]] = {
     "full": (),
@@ -45,6 +45,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "base": FEATURES,
     **{f"base+{f.lower()}": tuple(x for x in FEATURES if x != f) for f in FEATURES},
 }
+#: What `make build-tna` builds and the compile suite checks (fit, warnings,
+#: layouts, names): every variant that fits one pipe and together covers every
+#: feature (docs/hardware.md, "Status").
+DEFAULT_VARIANTS = ("no-ficcrd", "ficcrd-core")
 MISSING_HINT = (
     "bf-p4c not found: run ../shared/toolchain/install, or build p4lang/p4c's "
     "open-source Tofino backend (backends/tofino)"
@@ -125,6 +129,8 @@ class Resources:
     logical_tables: int
     compile_seconds: float = 0.0
     stage_map: list[tuple[int, str]] = field(default_factory=list)
+    #: the compiler's first error (compile.log), e.g. the assembler's after placement
+    error: str = ""
 
 
 _STAGES = re.compile(r"Number of stages for (ingress|egress) table allocation: (\d+)")
@@ -148,6 +154,12 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     for stage, name in _ROW.findall(summary):
         first.setdefault(name, int(stage))  # the placement table; later sections repeat names
     stage_map = [(stage, name) for name, stage in first.items()]
+    log = out / "compile.log"
+    errors = [
+        line.split("error:", 1)[1].strip()
+        for line in (log.read_text().splitlines() if log.exists() else [])
+        if "error:" in line
+    ]
     return Resources(
         variant=variant or out.name,
         stages=max(stages.values()) if stages else 0,
@@ -163,6 +175,7 @@ def read_resources(out: Path, variant: str = "") -> Resources:
         logical_tables=metrics["mau"]["logical_tables"],
         compile_seconds=float(metrics.get("compilation_time", 0.0)),
         stage_map=stage_map,
+        error=errors[0] if errors else "",
     )
 
 
@@ -185,8 +198,9 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
         "`base` is sanity + routing + classification + the anomaly counter (every",
         "feature compiled out); `base+X` adds feature X; `full` is everything;",
         "`ficcrd-edge` / `ficcrd-core` are `full` with only FICCRD's edge or core role.",
-        "A variant that does not fit fails in placement; its row is what the compiler",
-        "logged up to then. `backend s` is `compilation_time` from `metrics.json`.",
+        "A variant that does not fit fails in placement or in the assembler (its first",
+        "error from `compile.log` is shown); its row is what the compiler logged up to",
+        "then. `backend s` is `compilation_time` from `metrics.json`.",
         "",
         "| variant | fits | stages (ingress / egress) | SRAM | TCAM | map RAM | stateful+meter ALUs"
         " | stats ALUs | hash dist units | PHV bits | logical tables | backend s |",
@@ -195,6 +209,8 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
     base = next((r for r in rows if r.variant == "base"), None)
     for r in rows:
         fits = "yes" if r.stages <= limit else f"**no** ({r.stages} > {limit})"
+        if r.error:
+            fits = f"**no**: {r.error}"
         out.append(
             f"| {r.variant} | {fits} | {r.stages} ({r.ingress_stages} / {r.egress_stages}) "
             f"| {r.srams} | {r.tcams} | {r.map_rams} | {r.stateful_alus} | {r.stats_alus} "
@@ -222,7 +238,7 @@ def render(rows: list[Resources], failed: dict[str, str], target: str) -> str:
                     f"| {r.hash_dist_units - base.hash_dist_units:+d} "
                     f"| {r.phv_bits - base.phv_bits:+d} |"
                 )
-    fitting = [r for r in rows if r.stages <= limit and r.stage_map]
+    fitting = [r for r in rows if r.stages <= limit and r.stage_map and not r.error]
     shown = max(fitting, key=lambda r: r.logical_tables, default=None)
     if shown is not None:
         out += [
@@ -255,11 +271,36 @@ def write_doc(section: str, doc: Path = DOC) -> None:
     doc.write_text(head + section + tail)
 
 
+def build_one(variant: str, target: str, out: Path) -> int:
+    """Compile one variant; 1 (and why, on stderr) when it fails or warns, else 0."""
+    res = compile_variant(variant, target, out)
+    sys.stdout.write(res.stderr)
+    if res.returncode != 0:
+        print(f"bf-p4c failed ({res.returncode}) for {variant}", file=sys.stderr)
+        return 1
+    if res.warnings:
+        print(f"bf-p4c printed {len(res.warnings)} warning(s) for {variant}", file=sys.stderr)
+        return 1
+    stages = stages_from_log((res.out / "pipe/logs/table_summary.log").read_text())
+    print(
+        f"{target}/{variant}: {max(stages.values())} stages "
+        f"(ingress {stages.get('ingress')}, egress {stages.get('egress')}), "
+        f"{res.seconds:.0f} s -> {res.out}"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile one variant; fail on errors or warnings")
-    b.add_argument("--variant", default="full", choices=sorted(VARIANTS))
+    b.add_argument(
+        "--variant",
+        nargs="+",
+        default=list(DEFAULT_VARIANTS),
+        choices=sorted(VARIANTS),
+        help="one or more (default: %(default)s)",
+    )
     b.add_argument("--target", default="tofino", choices=sorted(ARCH))
     b.add_argument("--out", type=Path, default=TOP / "build" / "tna")
     r = sub.add_parser("report", help="compile every variant and write docs/hardware.md")
@@ -267,29 +308,25 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path, default=TOP / "build" / "tna")
     r.add_argument("--doc", type=Path, default=DOC)
     r.add_argument("--no-compile", action="store_true", help="read existing logs only")
+    r.add_argument(
+        "--variants",
+        nargs="+",
+        choices=sorted(VARIANTS),
+        default=list(VARIANTS),
+        help="report only these variants (default: every one)",
+    )
     args = parser.parse_args(argv)
     if bf_p4c() is None and not getattr(args, "no_compile", False):
         print(MISSING_HINT, file=sys.stderr)
         return 2
     if args.cmd == "build":
-        res = compile_variant(args.variant, args.target, args.out)
-        sys.stdout.write(res.stderr)
-        if res.returncode != 0:
-            print(f"bf-p4c failed ({res.returncode}) for {args.variant}", file=sys.stderr)
-            return 1
-        if res.warnings:
-            print(f"bf-p4c printed {len(res.warnings)} warning(s)", file=sys.stderr)
-            return 1
-        stages = stages_from_log((res.out / "pipe/logs/table_summary.log").read_text())
-        print(
-            f"{args.target}/{args.variant}: {max(stages.values())} stages "
-            f"(ingress {stages.get('ingress')}, egress {stages.get('egress')}), "
-            f"{res.seconds:.0f} s -> {res.out}"
-        )
-        return 0
+        failures = 0
+        for variant in args.variant:
+            failures += build_one(variant, args.target, args.out)
+        return 1 if failures else 0
     rows: list[Resources] = []
     failed: dict[str, str] = {}
-    for variant in VARIANTS:
+    for variant in args.variants:
         out = args.out / args.target / variant
         if not args.no_compile:
             res = compile_variant(variant, args.target, args.out)

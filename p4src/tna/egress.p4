@@ -6,18 +6,13 @@
 #include "tna/types.p4"
 
 #ifndef FG_TNA_NO_TELEMETRY
-control DepartureTelemetry(in tna_headers_t hdr,
-                           inout tna_egress_meta_t meta,
-                           in egress_intrinsic_metadata_t eg_intr_md) {
-    @name(".port_departures")
-    Counter<bit<64>, bit<4>>(FG_MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_departures;
-
-    @name(".queue_depth_hist")
-    Counter<bit<32>, bit<9>>(FG_HIST_ENTRIES, CounterType_t.PACKETS) queue_depth_hist;
-
-    @name(".rtt_hist")
-    Counter<bit<32>, bit<9>>(FG_HIST_ENTRIES, CounterType_t.PACKETS) rtt_hist;
-
+/* The bucket lookups, at the start of egress (no side effects: every packet
+ * looks up); DepartureTelemetry counts at the end. Two controls because
+ * Tofino 1 places a control-flow sequence in program order (ficcrd.p4): the
+ * counts after the lookups would otherwise hold back everything after them. */
+control DepartureBuckets(in tna_headers_t hdr,
+                         inout tna_egress_meta_t meta,
+                         in egress_intrinsic_metadata_t eg_intr_md) {
     @name(".set_queue_bucket")
     action set_queue_bucket(bit<8> bucket) {
         meta.queue_bucket = bucket;
@@ -57,11 +52,27 @@ control DepartureTelemetry(in tna_headers_t hdr,
     }
 
     apply {
-        port_departures.count(eg_intr_md.egress_port[3:0]);
         queue_buckets.apply();
+        rtt_buckets.apply();
+    }
+}
+
+control DepartureTelemetry(in tna_headers_t hdr,
+                           in tna_egress_meta_t meta,
+                           in egress_intrinsic_metadata_t eg_intr_md) {
+    @name(".port_departures")
+    Counter<bit<64>, bit<4>>(FG_MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_departures;
+
+    @name(".queue_depth_hist")
+    Counter<bit<32>, bit<9>>(FG_HIST_ENTRIES, CounterType_t.PACKETS) queue_depth_hist;
+
+    @name(".rtt_hist")
+    Counter<bit<32>, bit<9>>(FG_HIST_ENTRIES, CounterType_t.PACKETS) rtt_hist;
+
+    apply {
+        port_departures.count(eg_intr_md.egress_port[3:0]);
         queue_depth_hist.count(eg_intr_md.egress_port[3:0] ++ meta.queue_bucket[4:0]);
         if (meta.bridge.fg_stampable == 1 && hdr.fg.kind == FG_KIND_DATA && hdr.fg.rtt_us != 0) {
-            rtt_buckets.apply();
             rtt_hist.count(eg_intr_md.egress_port[3:0] ++ meta.rtt_bucket[4:0]);
         }
     }

@@ -9,12 +9,12 @@
  *          anomaly counter
  * egress:  departure, queue-depth and RTT telemetry -> FICCRD (RD emission,
  *          core MAPR/ER, RD consumption, receive-window rewriting) -> rate
- *          feedback (min-stamping, congestion flag)
+ *          feedback (min-stamping, congestion flag) -> XCP's per-packet
+ *          feedback (xcp.p4)
  *
  * Features can be compiled out to measure what each costs
  * (python -m fairgate_p4.tna_resources): -DFG_TNA_NO_TELEMETRY,
- * -DFG_TNA_NO_ADMISSION, -DFG_TNA_NO_FEEDBACK, -DFG_TNA_NO_FICCRD.
- * XCP's per-packet step does not exist in fairgate.p4 yet, so not here either. */
+ * -DFG_TNA_NO_ADMISSION, -DFG_TNA_NO_FEEDBACK, -DFG_TNA_NO_FICCRD, -DFG_TNA_NO_XCP. */
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
@@ -42,6 +42,9 @@
 #include "tna/egress.p4"
 #ifndef FG_TNA_NO_FICCRD
 #include "tna/ficcrd.p4"
+#endif
+#ifndef FG_TNA_NO_XCP
+#include "tna/xcp.p4"
 #endif
 
 control FgIngress(inout tna_headers_t hdr,
@@ -95,28 +98,55 @@ control FgIngress(inout tna_headers_t hdr,
         meta.fc_prev_mac = hdr.ethernet.src_addr;
     }
 
+    @hidden
+    action take_sanity() { meta.anomaly = meta.sanity_anomaly; }
+    @hidden
+    action take_no_route() { meta.anomaly = FG_ANOMALY_NO_ROUTE; }
+    @hidden
+    action take_fg() { meta.anomaly = meta.fg_anomaly; }
+    @hidden
+    action take_syn() { meta.anomaly = meta.syn_anomaly; }
+    @hidden
+    action take_l4() { meta.anomaly = meta.l4_anomaly; }
+
+    /* fairgate.p4's precedence of the anomaly counted: a drop reason of
+     * sanity, then no route, then the rate header, TCP flags, L4, and last
+     * sanity's note (IPv4 options) or none; one TCAM lookup, first match wins. */
+    @hidden
+    table anomaly_precedence {
+        key = {
+            meta.sanity_drop : ternary;
+            meta.no_route    : ternary;
+            meta.fg_anomaly  : ternary;
+            meta.syn_anomaly : ternary;
+            meta.l4_anomaly  : ternary;
+        }
+        actions = {
+            take_sanity;
+            take_no_route;
+            take_fg;
+            take_syn;
+            take_l4;
+        }
+        const default_action = take_fg();
+        size = 8;
+        const entries = {
+            (1, _, _, _, _) : take_sanity();
+            (_, 1, _, _, _) : take_no_route();
+            (_, _, FG_ANOMALY_NONE, FG_ANOMALY_NONE, FG_ANOMALY_NONE) : take_sanity();
+            (_, _, FG_ANOMALY_NONE, FG_ANOMALY_NONE, _) : take_l4();
+            (_, _, FG_ANOMALY_NONE, _, _) : take_syn();
+        }
+    }
+
     apply {
         /* Sanity, routing and classification run side by side (each writes
-         * its own verdict); the anomaly counted is then chosen with
-         * fairgate.p4's precedence: a drop reason of sanity, then no route,
-         * then the rate header, TCP flags, L4, IPv4 options. */
+         * its own verdict); anomaly_precedence then chooses the one counted. */
         start_bridge();
         sanity.apply(hdr, meta, ig_dprsr_md);
         routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
         classify.apply(hdr, meta, ig_dprsr_md);
-        if (meta.sanity_drop == 1) {
-            meta.anomaly = meta.sanity_anomaly;
-        } else if (meta.no_route == 1) {
-            meta.anomaly = FG_ANOMALY_NO_ROUTE;
-        } else if (meta.fg_anomaly != FG_ANOMALY_NONE) {
-            meta.anomaly = meta.fg_anomaly;
-        } else if (meta.syn_anomaly != FG_ANOMALY_NONE) {
-            meta.anomaly = meta.syn_anomaly;
-        } else if (meta.l4_anomaly != FG_ANOMALY_NONE) {
-            meta.anomaly = meta.l4_anomaly;
-        } else {
-            meta.anomaly = meta.sanity_anomaly;
-        }
+        anomaly_precedence.apply();
 #ifndef FG_TNA_NO_FICCRD
         /* FICCRD's roles and turnaround do not wait for the verdicts above
          * (fairgate.p4 runs it only for packets not dropped): what it does to a
@@ -156,6 +186,7 @@ control FgEgress(inout tna_headers_t hdr,
                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 #ifndef FG_TNA_NO_TELEMETRY
+    DepartureBuckets() buckets;
     DepartureTelemetry() departures;
 #endif
 #ifndef FG_TNA_NO_FICCRD
@@ -164,15 +195,49 @@ control FgEgress(inout tna_headers_t hdr,
 #ifndef FG_TNA_NO_FEEDBACK
     RateFeedback() feedback;
 #endif
+#ifndef FG_TNA_NO_XCP
+    XcpFeedback() xcp;
+#endif
 
+#ifdef FG_TNA_NO_FICCRD
     RateWrite() rate_write;
+#endif
 
+    /* Tofino 1 places a control-flow sequence in program order (ficcrd.p4):
+     * shallow lookups first, XCP and FICCRD as the two arms of one branch
+     * (their packets never overlap: XCP kinds are neither TCP nor RDs), so
+     * that their chains run side by side, the counters last. */
     apply {
+#ifndef FG_TNA_NO_TELEMETRY
+        buckets.apply(hdr, meta, eg_intr_md);
+#endif
 #ifndef FG_TNA_NO_FEEDBACK
-        /* Before FICCRD, as in fairgate.p4: feedback only stamps data
-         * packets, FICCRD only RDs and TCP; both leave the rate itself to
-         * RateWrite, the one writer of rate_kbps. */
+        /* Feedback only stamps data packets, FICCRD only RDs and TCP; both
+         * leave the rate itself to RateWrite, the one writer of rate_kbps. */
         feedback.apply(hdr, meta, eg_intr_md);
+#endif
+        /* A UDP checksum of 0 means none and stays 0 when the rate header is
+         * rewritten (v1model tests it after the rewrite); RateWrite copies it. */
+        if (hdr.udp.isValid() && hdr.udp.checksum != 0) {
+            meta.udp_has_csum = 1;
+        }
+#if !defined(FG_TNA_NO_XCP) && !defined(FG_TNA_NO_FICCRD)
+        if (hdr.fg_xcp.isValid()) {
+            /* RateWrite has nothing to do for an XCP packet (no RD, no DATA) */
+            xcp.apply(hdr, meta, eg_intr_md);
+        } else {
+            /* Not behind a further condition: FICCRD gates each side effect
+             * itself (its roles, the port range). It applies RateWrite
+             * before its counters. */
+            ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+        }
+#elif !defined(FG_TNA_NO_XCP)
+        xcp.apply(hdr, meta, eg_intr_md);
+        rate_write.apply(hdr, meta, eg_intr_md);
+#elif !defined(FG_TNA_NO_FICCRD)
+        ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+#else
+        rate_write.apply(hdr, meta, eg_intr_md);
 #endif
 #ifndef FG_TNA_NO_TELEMETRY
         /* An RD clone never arrived: it is counted in ficcrd_edge_events only. */
@@ -180,17 +245,6 @@ control FgEgress(inout tna_headers_t hdr,
             departures.apply(hdr, meta, eg_intr_md);
         }
 #endif
-#ifndef FG_TNA_NO_FICCRD
-        /* Not behind a condition: FICCRD gates each side effect itself (its
-         * roles, the port range), so that its arithmetic starts at stage 0. */
-        ficcrd.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
-#endif
-        /* A UDP checksum of 0 means none and stays 0 when the rate header is
-         * rewritten (v1model tests it after the rewrite); RateWrite copies it. */
-        if (hdr.udp.isValid() && hdr.udp.checksum != 0) {
-            meta.udp_has_csum = 1;
-        }
-        rate_write.apply(hdr, meta, eg_intr_md);
     }
 }
 

@@ -26,6 +26,13 @@
 #define FG_TNA_RWND_WRITE 1
 #define FG_TNA_RWND_RESET 2
 #define FG_TNA_RWND_ACK 3
+/* The edge branches (v1model: an if-else chain in FiccrdEgress). */
+#define FG_TNA_PATH_NONE 0
+#define FG_TNA_PATH_CLONE 1
+#define FG_TNA_PATH_CONSUME 2
+#define FG_TNA_PATH_TURNED 3
+#define FG_TNA_PATH_SOURCE 4
+#define FG_TNA_PATH_BACK 5
 
 /* Depth plan (docs/hardware.md, "Fitting FICCRD"): every per-flow register
  * sits at depth 1 or 2 after the flow index, whatever the path (a register's
@@ -39,6 +46,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
                      in egress_intrinsic_metadata_t eg_intr_md,
                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* ---- state: per flow (edge) ---- */
     @name(".ficcrd_flow_key")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_key;
@@ -65,6 +73,8 @@ control FiccrdEgress(inout tna_headers_t hdr,
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_syn_us;
     @name(".ficcrd_flow_base_rtt")
     Register<bit<32>, bit<10>>(FG_FICCRD_FLOWS, 0) flow_base_rtt;
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     /* ---- state: per output queue (core) ---- */
     @name(".ficcrd_mapr")
     Register<bit<32>, bit<4>>(FG_MAX_PORTS, 0) mapr_sum;
@@ -75,15 +85,22 @@ control FiccrdEgress(inout tna_headers_t hdr,
     @name(".ficcrd_queue_seen")
     Register<bit<32>, bit<4>>(FG_MAX_PORTS, 0) queue_seen;
 
+#endif
     @name(".ficcrd_edge_events")
     Counter<bit<64>, bit<7>>(FG_FICCRD_EVENT_ENTRIES, CounterType_t.PACKETS_AND_BYTES) edge_events;
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".ficcrd_core_events")
     Counter<bit<32>, bit<7>>(FG_FICCRD_EVENT_ENTRIES, CounterType_t.PACKETS) core_events;
+#endif
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_out;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_back;
+#endif
     /* Identity hashes: bit slices of the timestamps (an ALU cannot take a
      * slice that is not aligned the way the parser deposits the field). */
+    RateWrite() rate_write;
+
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_now;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_window;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hash_queued;
@@ -112,13 +129,14 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<16> win_sum;
     bit<16> win_key;
     bit<16> ack_window;
-    bit<32> log_in_mapr;
     bit<16> log_er_out;
     bit<16> log_rtt_out;
+#ifndef FG_TNA_NO_FICCRD_CORE
     bit<16> log_mapr_out;
     bit<16> log_dpf_out;
     bit<16> er_key;
     bit<32> er_excess;
+#endif
     bit<8>  slot;
     bit<32> old_sample;
     bit<32> msum;
@@ -134,7 +152,11 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<3>  edge_event;
     bit<3>  core_event;
     bit<1>  edge_counted;
+    bit<3>  path;          /* FG_TNA_PATH_*: the edge branch this packet takes */
+    bit<1>  back_syn_ack;
+    bit<1>  summed;        /* an RD that reads the MAPR sum without a sample */
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* ---- register actions: flow key (depth 1) ---- */
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_claim = {
         void apply(inout bit<32> value, out bit<1> rv) {
@@ -279,10 +301,10 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
     /* RD consumed: its round trip plus the handshake's, in one access
-     * (syn_us holds ts - now here: a stateful ALU takes two PHV inputs). */
+     * (rd_minus = ts - now: a stateful ALU takes two PHV inputs). */
     RegisterAction<bit<32>, bit<10>, bit<32>>(flow_base_rtt) base_add = {
         void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value - meta.fc.syn_us;
+            rv = value - meta.fc.rd_minus;
         }
     };
 
@@ -330,6 +352,8 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     /* ---- core ---- */
     RegisterAction<bit<32>, bit<4>, bit<32>>(queue_seen) queue_seen_read = {
         void apply(inout bit<32> value, out bit<32> rv) {
@@ -371,11 +395,14 @@ control FiccrdEgress(inout tna_headers_t hdr,
         }
     };
 
+#endif
     /* ---- table actions ---- */
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_dpf")
     action set_dpf(bit<16> dpf, bit<1> above_q0) {
         meta.fc_dpf = dpf;
         meta.fc_above_q0 = above_q0;
+        dpf_hit = 1;
     }
 
     @name(".ficcrd_dpf")
@@ -392,23 +419,44 @@ control FiccrdEgress(inout tna_headers_t hdr,
         size = FG_MAX_PORTS * 32;
     }
 
+#endif
     @name(".set_log_er")
     action set_log_er(bit<16> log) { log_er_out = log; }
     @name(".set_log_rtt")
     action set_log_rtt(bit<16> log) { log_rtt_out = log; }
     @name(".set_log_rtt_min")
     action set_log_rtt_min(bit<16> log) { log_rtt_min_out = log; }
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_log_mapr")
     action set_log_mapr(bit<16> log) { log_mapr_out = log; }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_log_dpf")
     action set_log_dpf(bit<16> log) { log_dpf_out = log; }
+#endif
     @name(".set_window")
     action set_window(bit<16> window) { meta.fc.new_window = window; }
+#ifndef FG_TNA_NO_FICCRD_CORE
     @name(".set_er")
     action set_er(bit<32> rate) { meta.er_rate = rate; }
+#endif
 
 #include "tna/ficcrd_math_tables.p4"
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
+    /* flow keys: a hash result in an action of its own (the hash takes the
+     * action's immediate path, which constants would also need) */
+    @hidden
+    action take_out_key() {
+        meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                     hdr.tcp.src_port, hdr.tcp.dst_port});
+    }
+    @hidden
+    action take_back_key() {
+        meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
+                                      hdr.tcp.dst_port, hdr.tcp.src_port});
+    }
+#endif
     @hidden
     action take_clock() {
         meta.fc.now_us = hash_now.get({eg_prsr_md.global_tstamp[41:10]});
@@ -451,7 +499,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     @hidden
     action rd_rtt() {
         meta.fc.rtt_new = meta.fc.now_us - hdr.fg.ts_us;
-        meta.fc.syn_us = hdr.fg.ts_us - meta.fc.now_us;
+        meta.fc.rd_minus = hdr.fg.ts_us - meta.fc.now_us;
     }
     @hidden
     action rd_min_sum() {
@@ -476,6 +524,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action rd_window_floor() {
         win_key = max(win_sum, win_low);
     }
+#ifndef FG_TNA_NO_FICCRD_EDGE
     /* The deparser fixes the TCP checksum from the parser's residual
      * (v1model: RFC 1624 in this action). */
     @name(".rewrite_window")
@@ -483,6 +532,49 @@ control FiccrdEgress(inout tna_headers_t hdr,
         hdr.tcp.window = ack_window;
         meta.tcp_csum_update = 1;
     }
+    /* Constant assignments in actions of their own: merged into the action of
+     * a RegisterAction indexed through the hash unit, they would need action
+     * data on the hit path, which bf-p4c cannot program for a keyless table. */
+    @hidden
+    action note_flow_started() {
+        rwnd_path = FG_TNA_RWND_RESET;
+        edge_event = FG_EDGE_FLOW_STARTED;
+        edge_counted = 1;
+    }
+    @hidden
+    action note_syn_ack() {
+        back_syn_ack = 1;
+    }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
+    @hidden
+    action sample_diff() {
+        meta.fc.sample_delta = meta.fc.sample - old_sample;
+    }
+#endif
+    /* every flag and value a later branch reads, in one action */
+    @hidden
+    action clear_scratch() {
+        dpf_hit = 0;
+        matched = 0;
+        is_new = 0;
+        clone = 0;
+        learned = 0;
+        back_syn_ack = 0;
+        updated = 0;
+        summed = 0;
+        rwnd_path = 0;
+        edge_event = 0;
+        edge_counted = 0;
+        ack_window = 0;
+        msum = 0;
+        last_bytes = 0;
+        core_event = 0;
+        rtt = 0;
+        old_sample = 0;
+        slot = 0;
+    }
+#ifndef FG_TNA_NO_FICCRD_CORE
     @hidden
     action er_key_sum() {
         er_key = log_mapr_out + log_dpf_out;
@@ -491,7 +583,9 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action er_compare() {
         er_excess = rate_in |-| meta.er_rate;
     }
+#endif
 
+#ifndef FG_TNA_NO_FICCRD_EDGE
     @hidden
     action clone_rd() {
         meta.rd_mirror.setValid();
@@ -504,25 +598,30 @@ control FiccrdEgress(inout tna_headers_t hdr,
     }
 
 
+#endif
     apply {
-        /* Arithmetic without side effects runs for every packet FICCRD sees
-         * (speculatively, as a CPU would): only register writes, header
-         * writes, drops and counters wait for the branch that needs them, so
-         * that no chain waits for a nest of conditions. */
+        /* Tofino 1 places the items of a control-flow sequence in program
+         * order (bf-p4c: "in-sequence control dependence"): an item cannot sit
+         * in an earlier stage than the one before it, and a block ends where
+         * its last table does. So this apply is written in stage order: every
+         * step below is tagged with its depth (D<n>: its inputs are ready after
+         * stage n - 1), the edge, the core and the conversions interleaved,
+         * and every block holds steps of one depth only (docs/hardware.md,
+         * "Fitting FICCRD"). Arithmetic without side effects runs for every
+         * packet; register actions, header writes, drops and counters wait
+         * for their branch. */
+
+        /* ---- D0 ---- */
         take_clock();
         take_window();
-        if (meta.is_rd_clone == 1) {
-            /* RD emission stamps the time the clone entered the queue. */
-            take_queued_ticks();
-            clock_at_enqueue();
-        }
+        take_queued_ticks();
         meta.fc.pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
-
+        clear_scratch();
         /* Core inputs. A turned RD is both forward (MAPR update) and backward
          * (ER). An RD clone is forward and, at its own queue, backward too: the
          * source edge's uplink lowers ER when it emits the RD, not when it
          * consumes it (v1model), so that a consumed RD's window does not wait
-         * for the core's arithmetic (docs/hardware.md, "Fitting FICCRD"). */
+         * for the core's arithmetic. */
         if (meta.is_rd_clone == 1) {
             rd_valid = 1;
             queue_port = eg_intr_md.egress_port;
@@ -535,67 +634,68 @@ control FiccrdEgress(inout tna_headers_t hdr,
             rd_valid = meta.bridge.fc_rd_valid;
             queue_port = meta.bridge.fc_queue_port;
             queue_here = meta.bridge.fc_queue_here;
-            core_fwd = meta.bridge.fc_turned;
-            core_bwd = 0;
             apr_in = hdr.fg_rd.apr_kbps;
             rate_in = hdr.fg.rate_kbps;
             if (hdr.fg.kind == FG_KIND_RD_FORWARD) {
                 core_fwd = 1;
+            } else {
+                core_fwd = meta.bridge.fc_turned;
             }
             if (hdr.fg.kind == FG_KIND_RD_BACKWARD && meta.bridge.fc_consume == 0) {
                 core_bwd = 1;
+            } else {
+                core_bwd = 0;
             }
         }
-
-        /* ---- edge, speculative part: an RD's window (used if it is consumed) ---- */
         log_er.apply();          /* log(ER) + offset - 13 x 32, from the header */
         log_rtt_min.apply();
-        rd_rtt();
-        rd_min_sum();
-
-        /* ---- edge (first: it reads the rate header before anything writes it) ---- */
-        edge_counted = 0;
-        edge_event = 0;
-        matched = 0;
-        rwnd_path = 0;
+        /* Which edge path the packet takes (v1model: an if-else chain). */
         edge_port = eg_intr_md.egress_port;
         if (meta.is_rd_clone == 1) {
-            edge_event = FG_EDGE_RD_EMITTED;
-            edge_counted = 1;
+            path = FG_TNA_PATH_CLONE;
 #ifndef FG_TNA_NO_FICCRD_EDGE
         } else if (meta.bridge.fc_consume == 1) {
             /* Source edge: the RD's ER and round trip become the flow's
              * receive window, stored for its ACKs; the RD is dropped. */
+            path = FG_TNA_PATH_CONSUME;
             meta.fc.fkey = hdr.fg_rd.flow_key;
-            matched = key_match.execute(hdr.fg_rd.flow_key[9:0]);
-            meta.fc.shift = wscale_read.execute(hdr.fg_rd.flow_key[9:0]);
-            meta.fc.log_in_rtt = base_add.execute(hdr.fg_rd.flow_key[9:0]);
-            if (matched == 1) {
-                rtt_write.execute(hdr.fg_rd.flow_key[9:0]);
-                if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
-                    rwnd_path = FG_TNA_RWND_RESET;
-                } else {
-                    rwnd_path = FG_TNA_RWND_WRITE;
-                }
-                edge_event = FG_EDGE_RD_CONSUMED;
-            } else {
-                edge_event = FG_EDGE_RD_STALE;
-            }
-            edge_counted = 1;
             eg_dprsr_md.drop_ctl = 1;
             meta.dropped = 1;
 #endif
         } else if (meta.bridge.fc_turned == 1) {
-            edge_event = FG_EDGE_RD_TURNED;
+            path = FG_TNA_PATH_TURNED;
             edge_port = meta.bridge.fc_edge_port;
-            edge_counted = 1;
 #ifndef FG_TNA_NO_FICCRD_EDGE
         } else if (hdr.tcp.isValid() && meta.bridge.fc_source == 1 && meta.bridge.fc_edge == 0
                    && eg_intr_md.egress_port < FG_MAX_PORTS) {
             /* Source edge, a packet of a TCP flow entering the network. */
-            meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                                         hdr.tcp.src_port, hdr.tcp.dst_port});
+            path = FG_TNA_PATH_SOURCE;
             meta.fc.interval_m1 = meta.bridge.fc_rd_interval - 1;
+            take_out_key();
+        } else if (hdr.tcp.isValid() && meta.bridge.fc_edge == 1 && meta.bridge.fc_source == 0) {
+            /* Source edge, a segment going back to a TCP sender. */
+            path = FG_TNA_PATH_BACK;
+            /* tcp_wscale is 0 unless the SYN carried the option (parser.p4) */
+            meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
+            take_back_key();
+#endif
+        } else {
+            path = FG_TNA_PATH_NONE;
+        }
+
+        /* ---- D1 ---- */
+        if (meta.is_rd_clone == 1) {
+            /* RD emission stamps the time the clone entered the queue. */
+            clock_at_enqueue();
+        }
+        rd_rtt();
+        rd_min_sum();
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        /* flow_key, flow_syn_us, flow_wscale */
+        if (path == FG_TNA_PATH_CONSUME) {
+            matched = key_match.execute(meta.fc.fkey[9:0]);
+            meta.fc.shift = wscale_read.execute(meta.fc.fkey[9:0]);
+        } else if (path == FG_TNA_PATH_SOURCE) {
             if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
                 is_new = key_claim.execute(meta.fc.fkey[9:0]);
                 syn_start.execute(meta.fc.fkey[9:0]);
@@ -603,98 +703,21 @@ control FiccrdEgress(inout tna_headers_t hdr,
                 is_new = key_check.execute(meta.fc.fkey[9:0]);
                 meta.fc.syn_us = syn_take.execute(meta.fc.fkey[9:0]);
             }
-            if (is_new == 1) {
-                rtt = rtt_reset.execute(meta.fc.fkey[9:0]);
-                window_start.execute(meta.fc.fkey[9:0]);
-                last_bytes = apr_reset.execute(meta.fc.fkey[9:0]);
-                packets_first.execute(meta.fc.fkey[9:0]);
-                rwnd_path = FG_TNA_RWND_RESET;
-                base_reset.execute(meta.fc.fkey[9:0]);
-                edge_event = FG_EDGE_FLOW_STARTED;
-                edge_counted = 1;
-            } else {
-                rtt = rtt_read.execute(meta.fc.fkey[9:0]);
-                meta.fc.closed_bytes = window_add.execute(meta.fc.fkey[9:0]);
-                if (meta.fc.closed_bytes != 0) {
-                    last_bytes = apr_update.execute(meta.fc.fkey[9:0]);
-                } else {
-                    last_bytes = apr_read.execute(meta.fc.fkey[9:0]);
-                }
-                if (meta.fc.syn_us != 0) {
-                    learned = base_learn.execute(meta.fc.fkey[9:0]);
-                    if (learned == 1) {
-                        edge_event = FG_EDGE_BASE_RTT_LEARNED;
-                        edge_counted = 1;
-                    }
-                }
-                clone = 0;
-                if (meta.bridge.fc_rd_interval != 0 && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
-                    clone = packets_count_clone.execute(meta.fc.fkey[9:0]);
-                } else {
-                    packets_count.execute(meta.fc.fkey[9:0]);
-                }
-                apr_terms();
-                apr_diff();
-                apr_finish();
-                if (clone == 1) {
-                    clone_rd();
-                }
-            }
-        } else if (hdr.tcp.isValid() && meta.bridge.fc_edge == 1 && meta.bridge.fc_source == 0) {
-            /* Source edge, a segment going back to a TCP sender. */
-            meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
-                                          hdr.tcp.dst_port, hdr.tcp.src_port});
-            meta.fc.shift_in = 0;
-            if (meta.bridge.tcp_wscale_seen == 1) {
-                meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
-            }
+        } else if (path == FG_TNA_PATH_BACK) {
             if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
                 == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
                 /* The receiver's shift applies to every later window it sends
                  * (kept with the flow key; v1model: only for a tracked flow). */
                 wscale_write.execute(meta.fc.fkey[9:0]);
-                edge_event = FG_EDGE_WSCALE_LEARNED;
-                edge_counted = 1;
+                note_syn_ack();
             } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
                        == TCP_FLAG_ACK) {
                 matched = key_match.execute(meta.fc.fkey[9:0]);
-                if (matched == 1) {
-                    rwnd_path = FG_TNA_RWND_ACK;
-                }
-            }
-#endif
-        }
-
-        /* ---- edge, speculative part: the window (needs shift and RTT above) ---- */
-        rd_shift();
-        rd_scale();
-        log_rtt.apply();
-        rd_log_window();
-        rd_window_floor();
-        exp_window.apply();
-#ifndef FG_TNA_NO_FICCRD_EDGE
-        /* ficcrd_flow_rwnd: every access after the window is known, so that
-         * all of them can share its stage. */
-        if (rwnd_path == FG_TNA_RWND_WRITE) {
-            rwnd_write.execute(meta.fc.fkey[9:0]);
-        } else if (rwnd_path == FG_TNA_RWND_RESET) {
-            rwnd_reset.execute(meta.fc.fkey[9:0]);
-        } else if (rwnd_path == FG_TNA_RWND_ACK) {
-            /* bytes = ER x RTT >> 13, at least 2920, >> wscale: stored by the RD */
-            ack_window = rwnd_lower.execute(meta.fc.fkey[9:0]);
-            if (ack_window != 0) {
-                rewrite_window();
-                edge_event = FG_EDGE_WINDOW_REWRITTEN;
-                edge_counted = 1;
             }
         }
 #endif
-        if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
-            edge_events.count(edge_port[3:0] ++ edge_event);
-        }
-
 #ifndef FG_TNA_NO_FICCRD_CORE
-        /* ---- core: queue depth, MAPR (16-sample sum), DPF, ER ---- */
+        /* ficcrd_queue_seen; the MAPR ring's slot */
         if (rd_valid == 1 && queue_port < FG_MAX_PORTS && queue_here == 0) {
             meta.fc_queue_depth = (bit<19>)queue_seen_read.execute(queue_port[3:0]);
         } else {
@@ -705,16 +728,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
             }
             meta.fc_queue_depth = eg_intr_md.enq_qdepth;
         }
-        dpf_hit = 0;
-        updated = 0;
-        msum = 0;
         if (rd_valid == 1 && queue_port < FG_MAX_PORTS) {
-            /* The 16-sample sum is kept for every queue an RD names (v1model:
-             * only where ficcrd_dpf has an entry); the table is looked up
-             * alongside, not before, to keep the chain short. */
-            if (ficcrd_dpf.apply().hit) {
-                dpf_hit = 1;
-            }
             if (core_fwd == 1 && apr_in != 0) {
                 /* at most 2^28 - 1, so that 16 samples sum in 32 bits */
                 if (apr_in[31:28] == 0) {
@@ -723,43 +737,200 @@ control FiccrdEgress(inout tna_headers_t hdr,
                     meta.fc.sample = 32w0x0fffffff;
                 }
                 slot = slot_next.execute(queue_port[3:0]);
-                old_sample = sample_swap.execute(queue_port[3:0] ++ slot[3:0]);
-                meta.fc.sample_delta = meta.fc.sample - old_sample;
-                msum = sum_add.execute(queue_port[3:0]);
                 updated = 1;
             } else {
-                msum = sum_read.execute(queue_port[3:0]);
+                summed = 1;
             }
         }
+#endif
+
+        /* ---- D2 ---- */
+        rd_shift();
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        /* flow_window, flow_packets, flow_rtt, flow_base_rtt; what happens to
+         * flow_rwnd and which event is counted */
+        if (path == FG_TNA_PATH_CONSUME) {
+            meta.fc.log_in_rtt = base_add.execute(meta.fc.fkey[9:0]);
+            if (matched == 1) {
+                rtt_write.execute(meta.fc.fkey[9:0]);
+                if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
+                    rwnd_path = FG_TNA_RWND_RESET;
+                } else {
+                    rwnd_path = FG_TNA_RWND_WRITE;
+                }
+                edge_event = FG_EDGE_RD_CONSUMED;
+            } else {
+                edge_event = FG_EDGE_RD_STALE;
+            }
+            edge_counted = 1;
+        } else if (path == FG_TNA_PATH_SOURCE) {
+            if (is_new == 1) {
+                rtt = rtt_reset.execute(meta.fc.fkey[9:0]);
+                window_start.execute(meta.fc.fkey[9:0]);
+                packets_first.execute(meta.fc.fkey[9:0]);
+                base_reset.execute(meta.fc.fkey[9:0]);
+                note_flow_started();
+            } else {
+                rtt = rtt_read.execute(meta.fc.fkey[9:0]);
+                meta.fc.closed_bytes = window_add.execute(meta.fc.fkey[9:0]);
+                if (meta.fc.syn_us != 0) {
+                    learned = base_learn.execute(meta.fc.fkey[9:0]);
+                }
+                if (meta.bridge.fc_rd_interval != 0 && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
+                    clone = packets_count_clone.execute(meta.fc.fkey[9:0]);
+                } else {
+                    packets_count.execute(meta.fc.fkey[9:0]);
+                }
+            }
+        } else if (path == FG_TNA_PATH_BACK) {
+            if (back_syn_ack == 1) {
+                edge_event = FG_EDGE_WSCALE_LEARNED;
+                edge_counted = 1;
+            } else if (matched == 1) {
+                rwnd_path = FG_TNA_RWND_ACK;
+            }
+        } else if (path == FG_TNA_PATH_CLONE) {
+            edge_event = FG_EDGE_RD_EMITTED;
+            edge_counted = 1;
+        } else if (path == FG_TNA_PATH_TURNED) {
+            edge_event = FG_EDGE_RD_TURNED;
+            edge_counted = 1;
+        }
+#else
+        if (path == FG_TNA_PATH_CLONE) {
+            edge_event = FG_EDGE_RD_EMITTED;
+            edge_counted = 1;
+        } else if (path == FG_TNA_PATH_TURNED) {
+            edge_event = FG_EDGE_RD_TURNED;
+            edge_counted = 1;
+        }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
+        if (updated == 1) {
+            old_sample = sample_swap.execute(queue_port[3:0] ++ slot[3:0]);
+        }
+        if (rd_valid == 1 && queue_port < FG_MAX_PORTS) {
+            /* The 16-sample sum is kept for every queue an RD names (v1model:
+             * only where ficcrd_dpf has an entry); the table is looked up
+             * alongside, not before, to keep the chain short. */
+            ficcrd_dpf.apply();
+        }
+#endif
+
+        /* ---- D3 ---- */
+        log_rtt.apply();
+        rd_scale();
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        /* flow_apr: the closed window's bytes */
+        if (path == FG_TNA_PATH_SOURCE) {
+            if (is_new == 1) {
+                last_bytes = apr_reset.execute(meta.fc.fkey[9:0]);
+            } else if (meta.fc.closed_bytes != 0) {
+                last_bytes = apr_update.execute(meta.fc.fkey[9:0]);
+            } else {
+                last_bytes = apr_read.execute(meta.fc.fkey[9:0]);
+            }
+            if (learned == 1) {
+                edge_event = FG_EDGE_BASE_RTT_LEARNED;
+                edge_counted = 1;
+            }
+        }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
+        sample_diff();
+        log_dpf.apply();
+#endif
+
+        /* ---- D4 ---- */
+        rd_log_window();
+        apr_terms();
+#ifndef FG_TNA_NO_FICCRD_CORE
+        if (updated == 1) {
+            msum = sum_add.execute(queue_port[3:0]);
+        } else if (summed == 1) {
+            msum = sum_read.execute(queue_port[3:0]);
+        }
+#endif
+
+        /* ---- D5 ---- */
+        rd_window_floor();
+        apr_diff();
+#ifndef FG_TNA_NO_FICCRD_CORE
         /* ER = min(ER, MAPR x DPF >> 10) as exp(log MAPR-sum + log DPF'),
          * speculative; RateWrite applies it when er_lower says so. */
-        log_in_mapr = msum;
         log_mapr.apply();
-        log_dpf.apply();
-        er_key_sum();
-        exp_er.apply();
-        er_compare();
         if (dpf_hit == 1 && core_bwd == 1 && msum != 0) {
             meta.er_lower = 1;
         }
+        if (core_bwd == 1) {
+            core_event = FG_CORE_MAPR_UNKNOWN;  /* msum == 0; else chosen at D9 */
+        } else if (updated == 1) {
+            core_event = FG_CORE_MAPR_UPDATED;
+        } else if (core_fwd == 1) {
+            core_event = FG_CORE_APR_UNKNOWN;
+        } else {
+            core_event = FG_CORE_MAPR_HELD;
+        }
+#endif
+
+        /* ---- D6 ---- */
+        exp_window.apply();
+        apr_finish();
+#ifndef FG_TNA_NO_FICCRD_CORE
+        er_key_sum();
+#endif
+
+        /* ---- D7 ---- */
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        /* ficcrd_flow_rwnd: every access after the window is known, so that
+         * all of them can share its stage. */
+        if (rwnd_path == FG_TNA_RWND_WRITE) {
+            rwnd_write.execute(meta.fc.fkey[9:0]);
+        } else if (rwnd_path == FG_TNA_RWND_RESET) {
+            rwnd_reset.execute(meta.fc.fkey[9:0]);
+        } else if (rwnd_path == FG_TNA_RWND_ACK) {
+            /* bytes = ER x RTT >> 13, at least 2920, >> wscale: stored by the RD */
+            ack_window = rwnd_lower.execute(meta.fc.fkey[9:0]);
+        }
+        if (clone == 1) {
+            clone_rd();
+        }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
+        exp_er.apply();
+#endif
+
+        /* ---- D8 ---- */
+#ifndef FG_TNA_NO_FICCRD_EDGE
+        if (ack_window != 0) {
+            rewrite_window();
+            edge_event = FG_EDGE_WINDOW_REWRITTEN;
+            edge_counted = 1;
+        }
+#endif
+#ifndef FG_TNA_NO_FICCRD_CORE
+        er_compare();
+#endif
+
+        /* RateWrite (egress.p4), the one writer of the rate header, runs
+         * here, before the counters: after them it would wait a stage. */
+        rate_write.apply(hdr, meta, eg_intr_md);
+
+        /* ---- D9: counters ---- */
+        if (edge_counted == 1 && edge_port < FG_MAX_PORTS) {
+            edge_events.count(edge_port[3:0] ++ edge_event);
+        }
+#ifndef FG_TNA_NO_FICCRD_CORE
         if (dpf_hit == 1) {
-            if (updated == 1) {
-                core_event = FG_CORE_MAPR_UPDATED;
-            } else if (core_fwd == 1) {
-                core_event = FG_CORE_APR_UNKNOWN;
-            } else {
-                core_event = FG_CORE_MAPR_HELD;
-            }
-            if (core_bwd == 1) {
-                if (msum == 0) {
-                    core_event = FG_CORE_MAPR_UNKNOWN;
-                } else if (er_excess != 0) {
-                    core_event = FG_CORE_ER_LOWERED;
+            if (core_bwd == 1 && msum != 0) {
+                if (er_excess != 0) {
+                    core_events.count(queue_port[3:0] ++ (bit<3>)FG_CORE_ER_LOWERED);
                 } else {
-                    core_event = FG_CORE_ER_KEPT;
+                    core_events.count(queue_port[3:0] ++ (bit<3>)FG_CORE_ER_KEPT);
                 }
+            } else {
+                core_events.count(queue_port[3:0] ++ core_event);
             }
-            core_events.count(queue_port[3:0] ++ core_event);
         }
 #endif
         /* An RD clone is rebuilt by RateWrite, after the edge and the core

@@ -35,26 +35,57 @@ control InputSanity(inout tna_headers_t hdr,
         short_by = min_len |-| hdr.ipv4.total_len;
     }
 
+    @hidden
+    action note_options() {
+        meta.sanity_anomaly = FG_ANOMALY_IPV4_OPTIONS;
+    }
+
+    @hidden
+    action pass() {
+    }
+
+    /* v1model's if-chain (sanity.p4) as one TCAM lookup: the first entry that
+     * matches wins, in the chain's order. One logical table instead of a
+     * gateway and a table per branch (docs/hardware.md, "Fitting FICCRD"). */
+    @hidden
+    table sanity_checks {
+        key = {
+            hdr.ipv4.isValid()      : ternary;
+            hdr.ethernet.isValid()  : ternary;
+            hdr.ethernet.ether_type : ternary;
+            hdr.ipv4.version        : ternary;
+            hdr.ipv4.ihl            : ternary;
+            short_by                : ternary;
+            meta.checksum_error     : ternary;
+            hdr.ipv4.ttl            : ternary;
+            meta.ipv4_options       : ternary;
+        }
+        actions = {
+            reject;
+            note_options;
+            pass;
+        }
+        const default_action = pass();
+        size = 16;
+        const entries = {
+            (false, true, ETHERTYPE_IPV4, _, _, _, _, _, _) : reject(FG_ANOMALY_IPV4_MALFORMED);
+            (false, _, _, _, _, _, _, _, _) : reject(FG_ANOMALY_NOT_IPV4);
+            (true, _, _, 4, 4w0 &&& 4w0xc, _, _, _, _) : reject(FG_ANOMALY_IPV4_MALFORMED);
+            (true, _, _, 4, 4, _, _, _, _) : reject(FG_ANOMALY_IPV4_MALFORMED);
+            (true, _, _, 4, _, 0, true, _, _) : reject(FG_ANOMALY_IPV4_BAD_CHECKSUM);
+            (true, _, _, 4, _, 0, false, 0, _) : reject(FG_ANOMALY_TTL_EXPIRED);
+            (true, _, _, 4, _, 0, false, 1, _) : reject(FG_ANOMALY_TTL_EXPIRED);
+            (true, _, _, 4, _, 0, false, _, 1) : note_options();
+            (true, _, _, 4, _, 0, false, _, 0) : pass();
+            /* version != 4, or total_len < ihl x 4 (short_by != 0) */
+            (true, _, _, _, _, _, _, _, _) : reject(FG_ANOMALY_IPV4_MALFORMED);
+        }
+    }
+
     apply {
         header_bytes();
         measure_length();
-        if (!hdr.ipv4.isValid()) {
-            if (hdr.ethernet.isValid() && hdr.ethernet.ether_type == ETHERTYPE_IPV4) {
-                reject(FG_ANOMALY_IPV4_MALFORMED);
-            } else {
-                reject(FG_ANOMALY_NOT_IPV4);
-            }
-        } else if (hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {
-            reject(FG_ANOMALY_IPV4_MALFORMED);
-        } else if (short_by != 0) {
-            reject(FG_ANOMALY_IPV4_MALFORMED);
-        } else if (meta.checksum_error) {
-            reject(FG_ANOMALY_IPV4_BAD_CHECKSUM);
-        } else if (hdr.ipv4.ttl <= 1) {
-            reject(FG_ANOMALY_TTL_EXPIRED);
-        } else if (meta.ipv4_options == 1) {
-            meta.sanity_anomaly = FG_ANOMALY_IPV4_OPTIONS;
-        }
+        sanity_checks.apply();
     }
 }
 
@@ -110,7 +141,9 @@ control L4Classify(inout tna_headers_t hdr,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     /* Three independent verdicts (L4, TCP flags, rate header) that the
      * ingress combines with v1model's precedence (fairgate_tna.p4): one
-     * variable each, so that the checks run side by side in the same stages. */
+     * variable each, so that the checks run side by side in the same stage.
+     * Each is v1model's if-chain (classify.p4) as one TCAM lookup whose
+     * entries are in the chain's order (the first that matches wins). */
     @hidden
     action note_l4(bit<8> reason) {
         meta.l4_anomaly = reason;
@@ -123,84 +156,162 @@ control L4Classify(inout tna_headers_t hdr,
         meta.syn_anomaly = reason;
     }
 
+    /* The rate header's anomaly (or none) and whether a switch may stamp it. */
     @hidden
-    action note(bit<8> reason) {
+    action judge_fg(bit<8> reason, bit<1> stampable) {
         meta.fg_anomaly = reason;
+        meta.bridge.fg_stampable = stampable;
     }
 
-    /* Room in the UDP datagram beyond a rate header and beyond an RD:
-     * 0 when it is too short for it (length < 36, length < 44). */
+    @hidden
+    action pass() {
+    }
+
+    /* Room in the UDP datagram beyond a rate header, beyond an RD and beyond
+     * an XCP header: 0 when it is too short for it (length < 36, < 44, < 48). */
     bit<16> fg_room;
     bit<16> rd_room;
+    bit<16> xcp_room;
 
     @hidden
     action measure_udp() {
         fg_room = hdr.udp.length |-| (8 + FG_HEADER_BYTES - 1);
         rd_room = hdr.udp.length |-| (8 + FG_HEADER_BYTES + FG_RD_HEADER_BYTES - 1);
+        xcp_room = hdr.udp.length |-| (8 + FG_HEADER_BYTES + FG_XCP_HEADER_BYTES - 1);
     }
+
+    /* fragment = frag_offset != 0 or MF; L4 is not parsed behind IPv4
+     * options on TNA (parser.p4), so those are not truncated. */
+    @hidden
+    table l4_checks {
+        key = {
+            hdr.ipv4.isValid()  : ternary;
+            hdr.ipv4.flags      : ternary;
+            hdr.ipv4.frag_offset : ternary;
+            meta.ipv4_options   : ternary;
+            hdr.ipv4.protocol   : ternary;
+            hdr.tcp.isValid()   : ternary;
+            hdr.udp.isValid()   : ternary;
+        }
+        actions = {
+            note_l4;
+            pass;
+        }
+        const default_action = pass();
+        size = 8;
+        const entries = {
+            (true, 3w1 &&& 3w1, _, _, _, _, _) : note_l4(FG_ANOMALY_IPV4_FRAGMENT);
+            (true, _, 0, 1, _, _, _) : pass();
+            (true, _, 0, 0, IP_PROTO_TCP, false, _) : note_l4(FG_ANOMALY_L4_TRUNCATED);
+            (true, _, 0, 0, IP_PROTO_UDP, _, false) : note_l4(FG_ANOMALY_L4_TRUNCATED);
+            (true, _, 0, _, _, _, _) : pass();
+            (true, _, _, _, _, _, _) : note_l4(FG_ANOMALY_IPV4_FRAGMENT);
+        }
+    }
+
+    @hidden
+    table syn_checks {
+        key = {
+            hdr.tcp.isValid() : ternary;
+            hdr.tcp.flags     : ternary;
+        }
+        actions = {
+            reject;
+            pass;
+        }
+        const default_action = pass();
+        size = 4;
+        const entries = {
+            (true, (TCP_FLAG_SYN | TCP_FLAG_FIN) &&& (TCP_FLAG_SYN | TCP_FLAG_FIN))
+                : reject(FG_ANOMALY_TCP_SYN_FIN);
+            (true, (TCP_FLAG_SYN | TCP_FLAG_RST) &&& (TCP_FLAG_SYN | TCP_FLAG_RST))
+                : reject(FG_ANOMALY_TCP_SYN_RST);
+        }
+    }
+
+    /* A rate-header datagram (either UDP port FG_UDP_PORT, not a fragment):
+     * its checks for one port pattern, in v1model's order. */
+#define FG_TNA_FG_CHECKS(DST, SRC) \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, false, _, _, _, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, 0, _, _, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_DATA, 0, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_RATE_ZERO, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_DATA, FG_RATE_UNLIMITED, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_RATE_UNLIMITED, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_DATA, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_RD_FORWARD, _, false, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_RD_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_RD_FORWARD, _, _, 0, _, _) \
+        : judge_fg(FG_ANOMALY_FG_RD_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_RD_FORWARD, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_RD_BACKWARD, _, false, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_RD_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_RD_BACKWARD, _, _, 0, _, _) \
+        : judge_fg(FG_ANOMALY_FG_RD_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_RD_BACKWARD, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_XCP_DATA, _, _, _, false, _) \
+        : judge_fg(FG_ANOMALY_FG_XCP_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_XCP_DATA, _, _, _, _, 0) \
+        : judge_fg(FG_ANOMALY_FG_XCP_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_XCP_DATA, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_XCP_ACK, _, _, _, false, _) \
+        : judge_fg(FG_ANOMALY_FG_XCP_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_XCP_ACK, _, _, _, _, 0) \
+        : judge_fg(FG_ANOMALY_FG_XCP_TRUNCATED, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_XCP_ACK, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_ACK, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_PROBE, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, FG_KIND_PROBE_ACK, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_NONE, 1); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, FG_VERSION, _, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_BAD_KIND, 0); \
+    (true, DST, SRC, 0, 3w0 &&& 3w1, true, _, _, _, _, _, _, _, _) \
+        : judge_fg(FG_ANOMALY_FG_BAD_VERSION, 0);
+
+    @hidden
+    table fg_checks {
+        key = {
+            hdr.udp.isValid()    : ternary;
+            hdr.udp.dst_port     : ternary;
+            hdr.udp.src_port     : ternary;
+            hdr.ipv4.frag_offset : ternary;
+            hdr.ipv4.flags       : ternary;
+            hdr.fg.isValid()     : ternary;
+            fg_room              : ternary;
+            hdr.fg.version       : ternary;
+            hdr.fg.kind          : ternary;
+            hdr.fg.rate_kbps     : ternary;
+            hdr.fg_rd.isValid()  : ternary;
+            rd_room              : ternary;
+            hdr.fg_xcp.isValid() : ternary;
+            xcp_room             : ternary;
+        }
+        actions = {
+            judge_fg;
+        }
+        const default_action = judge_fg(FG_ANOMALY_NONE, 0);
+        size = 64;
+        const entries = {
+            FG_TNA_FG_CHECKS(FG_UDP_PORT, _)
+            FG_TNA_FG_CHECKS(_, FG_UDP_PORT)
+        }
+    }
+#undef FG_TNA_FG_CHECKS
 
     apply {
         measure_udp();
-        bit<1> fragment = 0;
-        if (hdr.ipv4.frag_offset != 0 || (hdr.ipv4.flags & 3w1) != 0) {
-            fragment = 1;
-        }
-        bit<1> fg_port = 0;
-        if (hdr.udp.isValid()) {
-            if (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT) {
-                fg_port = 1;
-            }
-        }
-        if (fragment == 1) {
-            note_l4(FG_ANOMALY_IPV4_FRAGMENT);
-        } else if (meta.ipv4_options == 1) {
-            /* L4 is not parsed behind IPv4 options on TNA (parser.p4). */
-        } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
-            note_l4(FG_ANOMALY_L4_TRUNCATED);
-        } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
-            note_l4(FG_ANOMALY_L4_TRUNCATED);
-        }
-
-        if (hdr.tcp.isValid() && (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
-            if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {
-                reject(FG_ANOMALY_TCP_SYN_FIN);
-            } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
-                reject(FG_ANOMALY_TCP_SYN_RST);
-            }
-        }
-
-        meta.bridge.fg_stampable = 0;
-        if (fg_port == 1 && fragment == 0) {
-            if (!hdr.fg.isValid()) {
-                note(FG_ANOMALY_FG_TRUNCATED);
-            } else if (fg_room == 0) {
-                note(FG_ANOMALY_FG_TRUNCATED);
-            } else if (hdr.fg.version != FG_VERSION) {
-                note(FG_ANOMALY_FG_BAD_VERSION);
-            } else if (hdr.fg.kind == 0 || hdr.fg.kind > FG_KIND_MAX) {
-                note(FG_ANOMALY_FG_BAD_KIND);
-            } else if (hdr.fg.kind == FG_KIND_DATA) {
-                /* (a gateway reads at most 4 bytes + 12 bits: one test per field) */
-                if (hdr.fg.rate_kbps == 0) {
-                    note(FG_ANOMALY_FG_RATE_ZERO);
-                } else {
-                    meta.bridge.fg_stampable = 1;
-                    if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
-                        note(FG_ANOMALY_FG_RATE_UNLIMITED);
-                    }
-                }
-            } else if (hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD) {
-                if (!hdr.fg_rd.isValid()) {
-                    note(FG_ANOMALY_FG_RD_TRUNCATED);
-                } else if (rd_room == 0) {
-                    note(FG_ANOMALY_FG_RD_TRUNCATED);
-                } else {
-                    meta.bridge.fg_stampable = 1;
-                }
-            } else {
-                meta.bridge.fg_stampable = 1;
-            }
-        }
+        l4_checks.apply();
+        syn_checks.apply();
+        fg_checks.apply();
     }
 }
 

@@ -192,7 +192,7 @@ parser FgTnaIngressParser(packet_in pkt,
     state parse_udp {
         pkt.extract(hdr.udp);
         /* UDP residual: the checksum minus itself and minus every header
-         * extracted after this point (fg, fg_rd); the deparser adds them back. */
+         * extracted after this point (fg, fg_rd, fg_xcp); the deparser adds them back. */
         udp_resid.subtract({hdr.udp.checksum});
         udp_resid.subtract_all_and_deposit(meta.udp_residual);
         transition select(hdr.udp.dst_port, hdr.udp.src_port) {
@@ -207,8 +207,16 @@ parser FgTnaIngressParser(packet_in pkt,
         transition select(hdr.fg.kind) {
             FG_KIND_RD_FORWARD: parse_fg_rd;
             FG_KIND_RD_BACKWARD: parse_fg_rd;
+            FG_KIND_XCP_DATA: parse_fg_xcp;
+            FG_KIND_XCP_ACK: parse_fg_xcp;
             default: accept;
         }
+    }
+
+    /* (a datagram too short for it is caught by L4Classify's xcp_room) */
+    state parse_fg_xcp {
+        pkt.extract(hdr.fg_xcp);
+        transition accept;
     }
 
     state parse_fg_rd {
@@ -238,7 +246,7 @@ control FgTnaIngressDeparser(packet_out pkt,
                 hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
         }
         if (meta.udp_csum_update == 1) {
-            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, meta.udp_residual});
+            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, hdr.fg_xcp, meta.udp_residual});
         }
         pkt.emit(meta.bridge);
         pkt.emit(hdr);
@@ -286,12 +294,17 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc.now_us = 0;
         meta.fc.stamp_us = 0;
         meta.fc.syn_us = 0;
+        meta.fc.rd_minus = 0;
         meta.fc.closed_bytes = 0;
         meta.fc.new_window = 0;
         meta.fc.shift = 0;
         meta.fc.log_in_rtt = 0;
         meta.fc.sample = 0;
         meta.fc.sample_delta = 0;
+        meta.xcp_bucket = 0;
+        meta.xcp_xi_p = FG_XCP_LG_NONE;
+        meta.xcp_xi_n = FG_XCP_LG_NONE;
+        meta.xcp_factors_hit = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             FG_TNA_MIRRORED: parse_rd_mirror;
             default: parse_bridge;
@@ -341,7 +354,7 @@ parser FgTnaEgressParser(packet_in pkt,
     state parse_udp {
         pkt.extract(hdr.udp);
         /* UDP residual: the checksum minus itself and minus every header
-         * extracted after this point (fg, fg_rd); the deparser adds them back. */
+         * extracted after this point (fg, fg_rd, fg_xcp); the deparser adds them back. */
         udp_resid.subtract({hdr.udp.checksum});
         udp_resid.subtract_all_and_deposit(meta.udp_residual);
         transition select(hdr.udp.dst_port, hdr.udp.src_port) {
@@ -356,8 +369,16 @@ parser FgTnaEgressParser(packet_in pkt,
         transition select(hdr.fg.kind) {
             FG_KIND_RD_FORWARD: parse_fg_rd;
             FG_KIND_RD_BACKWARD: parse_fg_rd;
+            FG_KIND_XCP_DATA: parse_fg_xcp;
+            FG_KIND_XCP_ACK: parse_fg_xcp;
             default: accept;
         }
+    }
+
+    /* (a datagram too short for it is caught by L4Classify's xcp_room) */
+    state parse_fg_xcp {
+        pkt.extract(hdr.fg_xcp);
+        transition accept;
     }
 
     state parse_fg_rd {
@@ -387,7 +408,7 @@ control FgTnaEgressDeparser(packet_out pkt,
                 hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
         }
         if (meta.udp_csum_update == 1) {
-            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, meta.udp_residual});
+            hdr.udp.checksum = udp_csum.update({hdr.fg, hdr.fg_rd, hdr.fg_xcp, meta.udp_residual});
         }
         if (meta.tcp_csum_update == 1) {
             hdr.tcp.checksum = tcp_csum.update({hdr.tcp.window, meta.tcp_residual});

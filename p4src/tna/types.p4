@@ -91,6 +91,7 @@ struct fg_ficcrd_scratch_t {
     bit<32> now_us;       /* egress clock, 1.024 us ticks */
     bit<32> stamp_us;     /* an RD clone's time stamp: when it was queued */
     bit<32> syn_us;       /* when the flow's SYN left (0: none to take) */
+    bit<32> rd_minus;     /* an RD's time stamp minus now (minus its round trip) */
     bit<32> closed_bytes; /* bytes of the rate window a packet closed */
     bit<16> new_window;   /* receive window an RD gives its flow */
     bit<32> shift;        /* the flow's window scale (an RD's lookup) */
@@ -106,6 +107,7 @@ struct tna_headers_t {
     udp_t          udp;
     fg_rate_t      fg;
     fg_rd_t        fg_rd;
+    fg_xcp_t       fg_xcp;
 }
 
 struct tna_ingress_meta_t {
@@ -152,6 +154,10 @@ struct tna_egress_meta_t {
     bit<32> er_rate;
     bit<8>  queue_bucket;
     bit<8>  rtt_bucket;
+    bit<8>  xcp_bucket;          /* xcp_ratio_buckets' choice */
+    bit<32> xcp_xi_p;            /* lg_xi_p of xcp_factors, zero-extended (FG_XCP_LG_NONE: none) */
+    bit<32> xcp_xi_n;
+    bit<1>  xcp_factors_hit;
     MirrorId_t mirror_session;
     /* FICCRD core */
     bit<16> fc_dpf;

@@ -18,17 +18,19 @@ pytestmark = pytest.mark.skipif(
     "Tofino backend, backends/tofino)",
 )
 
-#: The variant `make test` compiles: every feature but FICCRD, which does not
-#: fit one pipe yet (docs/hardware.md, "Fitting FICCRD" and "Resources").
-VARIANT = "no-ficcrd"
+#: What `make test` compiles: the variants `make build-tna` builds
+#: (tna_resources.DEFAULT_VARIANTS, docs/hardware.md "Status").
+VARIANTS = tna_resources.DEFAULT_VARIANTS
 #: Wire headers both programs declare from p4src/include/headers.p4.
-WIRE_HEADERS = ("ethernet_t", "ipv4_t", "tcp_t", "udp_t", "fg_rate_t", "fg_rd_t")
+WIRE_HEADERS = ("ethernet_t", "ipv4_t", "tcp_t", "udp_t", "fg_rate_t", "fg_rd_t", "fg_xcp_t")
 DOC = artifacts.P4SRC.parent / "docs" / "hardware.md"
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tna_resources.CompileResult:
-    return tna_resources.compile_variant(VARIANT, "tofino", tmp_path_factory.mktemp("tna"))
+@pytest.fixture(scope="module", params=VARIANTS)
+def compiled(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tna_resources.CompileResult:
+    return tna_resources.compile_variant(request.param, "tofino", tmp_path_factory.mktemp("tna"))
 
 
 def test_compiles_without_warnings(compiled: tna_resources.CompileResult) -> None:
@@ -37,9 +39,9 @@ def test_compiles_without_warnings(compiled: tna_resources.CompileResult) -> Non
 
 
 def test_fits_one_pipe(compiled: tna_resources.CompileResult) -> None:
-    res = tna_resources.read_resources(compiled.out, VARIANT)
+    res = tna_resources.read_resources(compiled.out, compiled.variant)
     assert 0 < res.stages <= tna_resources.MAX_STAGES["tofino"], (
-        f"{VARIANT} needs {res.stages} stages (ingress {res.ingress_stages}, "
+        f"{compiled.variant} needs {res.stages} stages (ingress {res.ingress_stages}, "
         f"egress {res.egress_stages}); one Tofino pipe has 12"
     )
 
@@ -140,4 +142,8 @@ def test_control_plane_names_match_or_are_documented(
         "port_arrivals",
         "syn_meter",
         "build_rd",
+        "xcp_factors",
+        "set_xcp_factors",
+        "xcp_ratio_buckets",
+        "xcp_ratio_hist",
     } <= shared

@@ -1,0 +1,173 @@
+"""XCP's per-packet step as the TNA pipeline does it (p4src/tna/xcp.p4), bit-exact.
+
+The v1model program (p4src/include/xcp.p4) raises 2 to ``e = lg + lg_xi``
+(signed Q8.8) with a 256-entry mantissa table and a shift by the integer part
+of ``e``; a Tofino action can neither shift by a runtime amount nor
+sign-extend, nor widen a 16-bit header field in an ALU op, so the TNA program
+
+* widens ``lg`` with an identity hash and biases it by flipping its sign bit
+  (``lg ^ 0x8000 = lg + 2^15``), takes ``lg_xi`` zero-extended from the action
+  data of ``xcp_factors`` (the controller's value as it is), and adds them:
+  ``e' = (lg ^ 0x8000) + (lg_xi mod 2^16) = e + 2^15 + 2^16 s`` with ``s``
+  the sign bit of ``lg_xi``;
+* looks ``2^(e/256)`` up in one exact-match table on ``(s, e')`` holding the
+  8 192 exponents whose integer part is -1 .. 30 for each ``s`` (the values of
+  :func:`fairgate_p4.xcp_math.pow2_term`, so v1model and TNA agree bit for
+  bit), 0 below (the table's default) and FG_XCP_FEEDBACK_UNLIMITED from 31 up
+  (a gateway on ``e'``);
+* takes the signed ``min(H_feedback, pos - neg)`` as an unsigned compare of
+  the values biased by 2^31 (``fb_b = (2^31 + pos) - neg``, ``old_b =
+  H_feedback ^ 2^31``; the saturating subtract ``old_b |-| fb_b`` is non-zero
+  exactly when ``fb < H_feedback``).
+
+This module writes p4src/tna/xcp_pow2_tables.p4 (``python -m
+fairgate_p4.tna_xcp``; ``--check`` fails when it is stale) and models the
+switch step; tests/unit/p4/test_tna_xcp.py compares the model with
+xcp_math (v1model's arithmetic) and with exact arithmetic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fairgate_p4 import xcp_math as xm
+
+#: e' = e + KEY_BIAS + 2^16 s (s: the sign bit of lg_xi).
+KEY_BIAS = 1 << 15
+#: The table covers the integer parts -1 .. SATURATE_EXP - 1.
+E_MIN = -xm.LG_ONE
+E_SAT = xm.SATURATE_EXP * xm.LG_ONE
+#: Width of the table's e' key (every e' < 2^17).
+KEY_BITS = 17
+#: The positive term is kept biased by 2^31 so that pos - neg is unsigned.
+SIGN = 1 << 31
+NONE16 = xm.to_u16(xm.LG_NONE)
+
+TABLES_P4 = Path(__file__).resolve().parent.parent / "tna" / "xcp_pow2_tables.p4"
+
+
+def biased(field: int) -> int:
+    """A signed Q8.8 field (16 bits as carried) with its sign bit flipped: value + 2^15."""
+    return (field & 0xFFFF) ^ 0x8000
+
+
+def xi_sign(xi_field: int) -> int:
+    return (xi_field >> 15) & 1
+
+
+def pow2_key(lg_field: int, xi_field: int) -> int:
+    """e' = biased(lg) + (lg_xi mod 2^16) = lg + lg_xi + 2^15 + 2^16 xi_sign."""
+    return biased(lg_field) + (xi_field & 0xFFFF)
+
+
+def key_of(e: int, sign: int) -> int:
+    return e + KEY_BIAS + (sign << 16)
+
+
+def key_sat(sign: int) -> int:
+    """e' from here up saturates (a gateway per sign on e'[16:8], not table entries)."""
+    return key_of(E_SAT, sign)
+
+
+def saturates(key: int, sign: int) -> bool:
+    """The gateway's test: e'[16:8] >= key_sat(sign) >> 8 (exact: key_sat % 256 == 0)."""
+    return (key >> 8) & 0x1FF >= key_sat(sign) >> 8
+
+
+def table_keys(sign: int) -> range:
+    return range(key_of(E_MIN, sign), key_sat(sign))
+
+
+def table_value(key: int, sign: int) -> int:
+    """2^(e/256) bytes for the key (sign, e'), rounded as v1model (xcp_math.pow2_term)."""
+    return xm.pow2_term(key - KEY_BIAS - (sign << 16), 0)
+
+
+def term(lg_field: int, xi_field: int) -> int:
+    """One term (bytes) as the TNA switch computes it: NONE -> 0, table, saturation."""
+    if lg_field & 0xFFFF == NONE16 or xi_field & 0xFFFF == NONE16:
+        return 0
+    sign = xi_sign(xi_field)
+    key = pow2_key(lg_field, xi_field)
+    if saturates(key, sign):
+        return xm.SATURATED
+    if key < table_keys(sign).start:
+        return 0  # the table's default
+    return table_value(key, sign)
+
+
+def stamp(feedback: int, lg_pos: int, lg_neg: int, lg_xi_p: int, lg_xi_n: int) -> int:
+    """The 32-bit H_feedback leaving the TNA switch (all arguments as the fields carry them)."""
+    pos_b = SIGN + term(lg_pos, lg_xi_p)
+    neg = term(lg_neg, lg_xi_n)
+    fb_b = (pos_b - neg) & 0xFFFFFFFF
+    old_b = (feedback & 0xFFFFFFFF) ^ SIGN
+    excess = max(old_b - fb_b, 0)  # the ALU's saturating subtract
+    return fb_b ^ SIGN if excess else feedback & 0xFFFFFFFF
+
+
+def ratio_key(lg_pos: int, lg_neg: int) -> int:
+    """xcp_ratio_buckets' key on TNA: (biased(lg_pos) + 2^16) - biased(lg_neg)."""
+    return (biased(lg_pos) + xm.RATIO_KEY_BIAS) - biased(lg_neg)
+
+
+def table_entries(positive: bool) -> list[tuple[int, int, int]]:
+    """(sign of lg_xi, e', value) of xcp_pos_pow2 (positive) or xcp_neg_pow2: what the
+    control plane installs (the positive term is biased by 2^31)."""
+    bias = SIGN if positive else 0
+    return [(sign, k, table_value(k, sign) + bias) for sign in (0, 1) for k in table_keys(sign)]
+
+
+def render_tables() -> str:
+    """The two power-of-two tables and their gateway constants (entries: table_entries)."""
+    lines = [
+        "/* GENERATED by `python -m fairgate_p4.tna_xcp` from p4src/fairgate_p4/tna_xcp.py:",
+        " * do not edit. Included inside the XcpFeedback control of xcp.p4 (TNA). The",
+        " * control plane installs the entries (fairgate_p4.tna_xcp.table_entries): as",
+        " * const entries, 2 x 16 384 of them kept bf-p4c's front end busy for minutes. */",
+        "",
+        "/* e' >= key_sat(sign) saturates; key_sat is a multiple of 256, so the gateway",
+        " * compares e'[16:8] (a gateway range-compares at most 12 bits). */",
+        f"#define FG_TNA_XCP_SAT_HI_0 {key_sat(0) >> 8}",
+        f"#define FG_TNA_XCP_SAT_HI_1 {key_sat(1) >> 8}",
+        "",
+    ]
+    for name, action, key, xi, bias in (
+        ("xcp_pos_pow2", "set_pos_pow2", "e_pos", "meta.xcp_xi_p", SIGN),
+        ("xcp_neg_pow2", "set_neg_pow2", "e_neg", "meta.xcp_xi_n", 0),
+    ):
+        lines += [
+            f"    /* 2^(e/256) bytes{' + 2^31' if bias else ''}: key (sign of lg_xi, e') */",
+            f'    @name(".{name}")',
+            f"    table {name} {{",
+            "        key = {",
+            f'            {xi}[15:15] : exact @name("xi_sign");',
+            f'            {key}[{KEY_BITS - 1}:0] : exact @name("exponent");',
+            "        }",
+            f"        actions = {{ {action}; }}",
+            f"        const default_action = {action}({bias:#x});",
+            f"        size = {len(table_keys(0)) + len(table_keys(1))};",
+            "    }",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="write p4src/tna/xcp_pow2_tables.p4")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
+    args = parser.parse_args(argv)
+    text = render_tables()
+    if args.check:
+        if not TABLES_P4.exists() or TABLES_P4.read_text() != text:
+            print(f"{TABLES_P4} is stale: run `python -m fairgate_p4.tna_xcp`", file=sys.stderr)
+            return 1
+        return 0
+    TABLES_P4.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
