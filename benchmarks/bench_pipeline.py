@@ -20,6 +20,7 @@ the median is reported. Needs root and simple_switch_grpc.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
@@ -82,6 +83,13 @@ class Build:
     program: str
     p4info: Path
     json: Path
+
+    def metadata_fields(self) -> int:
+        """Metadata fields BMv2 resets for every packet: the metadata struct,
+        every local and every temporary p4c made (scalars), standard_metadata."""
+        doc = json.loads(self.json.read_text())
+        sizes = {t["name"]: len(t["fields"]) for t in doc["header_types"]}
+        return sum(sizes[h["header_type"]] for h in doc["headers"] if h["metadata"])
 
     def tables(self) -> set[str]:
         """Names of the program's tables (P4Info preamble names)."""
@@ -248,6 +256,7 @@ def main() -> int:
             for feature in FEATURES:
                 builds[f"no-{feature}"] = compile_variant(feature, Path(tmp))
                 runs[f"no-{feature}"] = []
+        fields = {config: build.metadata_fields() for config, build in builds.items()}
         for _ in range(args.runs):
             for config, build in builds.items():
                 runs[config].append(one_run(config, build, args.seconds, Path(tmp)))
@@ -256,10 +265,12 @@ def main() -> int:
     cpu = {p: statistics.median(r["cpu_us_per_pkt"] for r in rs) for p, rs in runs.items()}
     ratio = med["fairgate"] / med["forward"] if med["forward"] else 0.0
     cpu_ratio = cpu["forward"] / cpu["fairgate"] if cpu["fairgate"] else 0.0
-    print(f"{'pipeline':<14} {'offered pps':>12} {'forwarded pps':>14} {'cpu us/pkt':>11}  runs")
+    head = f"{'pipeline':<14} {'fields':>6} {'offered pps':>12} {'forwarded pps':>14}"
+    print(f"{head} {'cpu us/pkt':>11}  runs")
     for p in runs:
         each = ", ".join(f"{r['forwarded_pps']:.0f}" for r in runs[p])
-        print(f"{p:<14} {offered[p]:>12.0f} {med[p]:>14.0f} {cpu[p]:>11.1f}  {each}")
+        line = f"{p:<14} {fields[p]:>6} {offered[p]:>12.0f} {med[p]:>14.0f}"
+        print(f"{line} {cpu[p]:>11.1f}  {each}")
     print(f"ratio fairgate/forward: {ratio:.3f} forwarded pps (goal >= 0.90), ", end="")
     print(f"{cpu_ratio:.3f} by CPU per packet")
     if args.xcp:
@@ -290,6 +301,7 @@ def main() -> int:
             "median_cpu_us_per_pkt": cpu,
             "cpu_ratio_forward_over_fairgate": cpu_ratio,
             "feature_costs": features,
+            "metadata_fields": fields,
             "switch": shutil.which(switch),
         },
         args.out,
