@@ -33,6 +33,7 @@ import bench_pipeline as bp
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
+from fairgate_controller.thrift_cli import run_switch_cli
 from fairgate_p4 import artifacts
 
 WAIT_S = 25  # --use-files: the switch starts reading packets this long after starting
@@ -63,14 +64,7 @@ def json_tables(json_path: Path) -> set[str]:
 
 
 def cli(commands: list[str]) -> str:
-    done = subprocess.run(
-        ["simple_switch_CLI", "--thrift-port", str(THRIFT_PORT)],
-        input="\n".join(commands) + "\n",
-        text=True,
-        capture_output=True,
-        check=False,
-    )
-    return done.stdout
+    return run_switch_cli(THRIFT_PORT, commands)
 
 
 def cpu_ticks(pid: int) -> int:
