@@ -18,9 +18,16 @@ control SynAdmission(inout headers_t hdr,
     @name(".session_events")
     counter(FG_SESSION_ENTRIES, CounterType.packets) session_events;
 
+    /* The session_events index of this packet (first the egress port alone,
+     * which indexes the meter), FG_SESSION_ENTRIES when nothing is counted.
+     * One local, set outside the actions that pass it: on BMv2 each local
+     * and each computed extern argument is a field reset per packet
+     * (docs/performance.md "Pipeline"). */
+    bit<32> event_index;
+
     @name(".gate_syns")
     action gate_syns() {
-        syn_meter.execute_meter((bit<32>)standard_metadata.egress_spec, meta.syn_color);
+        syn_meter.execute_meter(event_index, meta.syn_color);
     }
 
     @name(".admission_ports")
@@ -38,31 +45,30 @@ control SynAdmission(inout headers_t hdr,
 
     apply {
         /* The event index is taken before a drop: mark_to_drop rewrites egress_spec. */
-        bit<32> event_base = (bit<32>)standard_metadata.egress_spec << FG_SESSION_EVENT_BITS;
-        bit<8> control_flags = hdr.tcp.flags
-            & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN);
-        bit<3> event = FG_EVENT_SYN_UNGATED;
-        bool counted = true;
+        event_index = (bit<32>)standard_metadata.egress_spec;
         meta.syn_color = FG_METER_GREEN;
-        if (control_flags == TCP_FLAG_SYN) {
+        if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN))
+            == TCP_FLAG_SYN) {
             if (admission_ports.apply().hit) {
                 if (meta.syn_color == FG_METER_RED) {
                     mark_to_drop(standard_metadata);
                     meta.dropped = 1;
-                    event = FG_EVENT_SYN_DROPPED;
+                    event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_DROPPED;
                 } else {
-                    event = FG_EVENT_SYN_ADMITTED;
+                    event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_ADMITTED;
                 }
+            } else {
+                event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_UNGATED;
             }
-        } else if ((control_flags & TCP_FLAG_RST) != 0) {
-            event = FG_EVENT_RST;
-        } else if ((control_flags & TCP_FLAG_FIN) != 0) {
-            event = FG_EVENT_FIN;
+        } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
+            event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_RST;
+        } else if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {
+            event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_FIN;
         } else {
-            counted = false;
+            event_index = FG_SESSION_ENTRIES;
         }
-        if (counted) {
-            session_events.count(event_base | (bit<32>)event);
+        if (event_index != FG_SESSION_ENTRIES) {
+            session_events.count(event_index);
         }
     }
 }

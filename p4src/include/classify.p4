@@ -49,9 +49,10 @@ control L4Classify(inout headers_t hdr,
     }
 
     apply {
+        /* Conditions only, no locals: on BMv2 a local is a field reset per
+         * packet and a statement between conditions a hidden table apply
+         * (docs/performance.md "Pipeline"). */
         bool fragment = hdr.ipv4.frag_offset != 0 || (hdr.ipv4.flags & 3w1) != 0;
-        bool fg_port = hdr.udp.isValid()
-                       && (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT);
         /* Bytes past the IPv4 total length (sanity.p4 dropped frames
          * shorter than it); Ethernet padding up to the minimum frame is not
          * counted. */
@@ -68,8 +69,7 @@ control L4Classify(inout headers_t hdr,
             note(FG_ANOMALY_IPV4_FRAGMENT);
         } else if (hdr.udp.isValid()
                    && hdr.udp.length != hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
-            note(FG_ANOMALY_UDP_BAD_LENGTH);
-            fg_port = false;  /* the parser left its payload alone */
+            note(FG_ANOMALY_UDP_BAD_LENGTH);  /* the parser left its payload alone */
         } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
             note(FG_ANOMALY_L4_TRUNCATED);
         } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
@@ -84,8 +84,13 @@ control L4Classify(inout headers_t hdr,
             }
         }
 
-        meta.fg_stampable = 0;
-        if (fg_port && !fragment) {
+        /* A rate-header datagram: a UDP port is FG_UDP_PORT, not a fragment,
+         * and the UDP length is the IPv4 payload length (otherwise the
+         * parser left its payload alone). meta.fg_stampable starts at 0. */
+        if (hdr.udp.isValid()
+            && (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT)
+            && !fragment
+            && hdr.udp.length == hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
             if (!hdr.fg.isValid()) {
                 note(FG_ANOMALY_FG_TRUNCATED);
             } else if (hdr.fg.version != FG_VERSION) {

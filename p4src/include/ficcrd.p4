@@ -87,12 +87,13 @@ control FiccrdIngress(inout headers_t hdr,
         meta.fc_turned = 1;
         meta.fc_queue_port = standard_metadata.egress_spec;
         hdr.fg.kind = FG_KIND_RD_BACKWARD;
-        ipv4_addr_t src = hdr.ipv4.src_addr;
-        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
-        hdr.ipv4.dst_addr = src;
-        bit<16> sport = hdr.udp.src_port;
-        hdr.udp.src_port = hdr.udp.dst_port;
-        hdr.udp.dst_port = sport;
+        /* Swaps by XOR: no local (on BMv2 a field reset per packet). */
+        hdr.ipv4.src_addr = hdr.ipv4.src_addr ^ hdr.ipv4.dst_addr;
+        hdr.ipv4.dst_addr = hdr.ipv4.dst_addr ^ hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.src_addr ^ hdr.ipv4.dst_addr;
+        hdr.udp.src_port = hdr.udp.src_port ^ hdr.udp.dst_port;
+        hdr.udp.dst_port = hdr.udp.dst_port ^ hdr.udp.src_port;
+        hdr.udp.src_port = hdr.udp.src_port ^ hdr.udp.dst_port;
         hdr.ethernet.dst_addr = meta.fc_prev_mac;
         standard_metadata.egress_spec = standard_metadata.ingress_port;
         meta.fg_rewritten = 1;
@@ -223,16 +224,17 @@ control FiccrdEgress(inout headers_t hdr,
      * block this control cost 72 fields and 30 % of the switch's forwarding
      * rate (docs/ficcrd.md, "Cost on BMv2"). So branches share these, and
      * register and counter calls live in the actions below with plain
-     * variables as arguments, which p4c passes without temporaries. */
+     * variables as arguments, which p4c passes without temporaries (an
+     * argument computed in the same action is one: p4c propagates it).
+     * The flow key, its APR (the queue's MAPR in the core) and its RD round
+     * trip are kept in meta.fc_flow_key, fc_apr_kbps and fc_rtt_us, the
+     * fields that carry them into an RD clone (clone_rd) anyway. */
     bit<32> now_us;     /* egress clock, microseconds */
     bit<32> port;       /* egress port */
     bit<32> idx;        /* flow slot (edge) or queue port (core) */
-    bit<32> key;        /* flow key of this packet */
     bit<32> stored;     /* flow key the slot holds */
     bit<32> gap;        /* us since the flow's previous packet */
-    bit<32> apr;        /* the flow's arrival rate (edge); MAPR (core) */
     bit<32> er;         /* the flow's explicit rate */
-    bit<32> rtt;        /* the flow's RD round trip */
     bit<32> syn_us;     /* when the flow's SYN left (0: no SYN seen) */
     bit<32> base_rtt;   /* the flow's handshake round trip (0: unknown) */
     bit<16> packets;    /* packets since the flow's last RD */
@@ -241,12 +243,10 @@ control FiccrdEgress(inout headers_t hdr,
     bit<64> wide;       /* products: DPF x MAPR, ER x RTT, length x 8000 */
     bit<64> loss;       /* gap x APR, then the APR step */
     bool    apr_up;     /* the APR step is upwards */
-    bit<32> edge_port;  /* the port an edge event is counted on */
+    bit<32> edge_port;  /* the port an edge event is counted on (FG_MAX_PORTS: none) */
     bit<32> event_index;
     bit<32> session;
-    bit<3>  edge_event;
-    bit<3>  core_event;
-    bool    edge_counted;
+    bit<3>  event;      /* the core event, then the edge event */
 
     @hidden
     action read_queue_seen() {
@@ -260,17 +260,18 @@ control FiccrdEgress(inout headers_t hdr,
 
     @hidden
     action read_mapr() {
-        mapr_kbps.read(apr, idx);
+        mapr_kbps.read(meta.fc_apr_kbps, idx);
     }
 
     @hidden
     action write_mapr() {
-        mapr_kbps.write(idx, apr);
+        mapr_kbps.write(idx, meta.fc_apr_kbps);
     }
 
+    /* event_index is set in the apply block: computed here, p4c would pass
+     * the counter a temporary (one more field per packet). */
     @hidden
     action count_core_event() {
-        event_index = (idx << FG_FICCRD_EVENT_BITS) | (bit<32>)core_event;
         core_events.count(event_index);
     }
 
@@ -287,15 +288,15 @@ control FiccrdEgress(inout headers_t hdr,
     @hidden
     action write_er_rtt() {
         flow_er.write(idx, er);
-        flow_rtt.write(idx, rtt);
+        flow_rtt.write(idx, meta.fc_rtt_us);
     }
 
     @hidden
     action read_flow() {
         flow_key.read(stored, idx);
         flow_last_us.read(gap, idx);
-        flow_apr.read(apr, idx);
-        flow_rtt.read(rtt, idx);
+        flow_apr.read(meta.fc_apr_kbps, idx);
+        flow_rtt.read(meta.fc_rtt_us, idx);
         flow_packets.read(packets, idx);
         flow_syn_us.read(syn_us, idx);
         flow_base_rtt.read(base_rtt, idx);
@@ -304,17 +305,17 @@ control FiccrdEgress(inout headers_t hdr,
     /* A new flow (or a new connection on the same 5-tuple) takes the slot. */
     @hidden
     action start_flow() {
-        apr = 0;
+        meta.fc_apr_kbps = 0;
         er = FG_RATE_UNLIMITED;
-        rtt = 0;
+        meta.fc_rtt_us = 0;
         packets = 0;
         shift = 0;
         base_rtt = 0;
-        flow_key.write(idx, key);
+        flow_key.write(idx, meta.fc_flow_key);
         flow_last_us.write(idx, now_us);
-        flow_apr.write(idx, apr);
+        flow_apr.write(idx, meta.fc_apr_kbps);
         flow_er.write(idx, er);
-        flow_rtt.write(idx, rtt);
+        flow_rtt.write(idx, meta.fc_rtt_us);
         flow_wscale.write(idx, shift);
         flow_syn_us.write(idx, syn_us);
         flow_base_rtt.write(idx, base_rtt);
@@ -328,7 +329,7 @@ control FiccrdEgress(inout headers_t hdr,
     @hidden
     action write_apr() {
         flow_last_us.write(idx, now_us);
-        flow_apr.write(idx, apr);
+        flow_apr.write(idx, meta.fc_apr_kbps);
     }
 
     @hidden
@@ -338,9 +339,6 @@ control FiccrdEgress(inout headers_t hdr,
 
     @hidden
     action clone_rd() {
-        meta.fc_flow_key = key;
-        meta.fc_apr_kbps = apr;
-        meta.fc_rtt_us = rtt;
         session = FG_RD_SESSION_BASE + port;
         clone_preserving_field_list(CloneType.E2E, session, FG_RD_FIELD_LIST);
     }
@@ -349,7 +347,7 @@ control FiccrdEgress(inout headers_t hdr,
     action read_window_state() {
         flow_key.read(stored, idx);
         flow_er.read(er, idx);
-        flow_rtt.read(rtt, idx);
+        flow_rtt.read(meta.fc_rtt_us, idx);
         flow_wscale.read(shift, idx);
         flow_base_rtt.read(base_rtt, idx);
     }
@@ -359,23 +357,48 @@ control FiccrdEgress(inout headers_t hdr,
         flow_wscale.write(idx, shift);
     }
 
-    /* RFC 1624: HC' = ~(~HC + ~m + m'); the sum reuses `wide`. */
+    /* RFC 1624: HC' = ~(~HC + ~m + m'); the new window (in `wide`) waits
+     * in `loss` (free in this branch) while the sum reuses `wide`. */
     @name(".rewrite_window")
     action rewrite_window() {
-        bit<16> window = (bit<16>)wide;
-        wide = (bit<64>)(~hdr.tcp.checksum) + (bit<64>)(~hdr.tcp.window) + (bit<64>)window;
+        loss = wide;
+        wide = (bit<64>)(~hdr.tcp.checksum) + (bit<64>)(~hdr.tcp.window) + (bit<64>)(bit<16>)loss;
         wide = (wide & 0xffff) + (wide >> 16);
         wide = (wide & 0xffff) + (wide >> 16);
         hdr.tcp.checksum = ~((bit<16>)wide);
-        hdr.tcp.window = window;
+        hdr.tcp.window = (bit<16>)loss;
+    }
+
+    /* The flow key of the segment as it is: p4c copies each element of a
+     * hash's field list into a temporary (a field reset per packet), per
+     * call site, so there is one call site; a returning segment's key is
+     * taken with its addresses and ports swapped (swap_endpoints) and then
+     * swapped back. */
+    @hidden
+    action hash_flow() {
+        hash(meta.fc_flow_key, HashAlgorithm.crc32, 32w0,
+             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+               hdr.tcp.src_port, hdr.tcp.dst_port },
+             32w0xffffffff);
+        idx = meta.fc_flow_key & FG_FICCRD_FLOW_MASK;
+    }
+
+    /* By XOR, without a local; applied twice it restores the header. */
+    @hidden
+    action swap_endpoints() {
+        hdr.ipv4.src_addr = hdr.ipv4.src_addr ^ hdr.ipv4.dst_addr;
+        hdr.ipv4.dst_addr = hdr.ipv4.dst_addr ^ hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.src_addr ^ hdr.ipv4.dst_addr;
+        hdr.tcp.src_port = hdr.tcp.src_port ^ hdr.tcp.dst_port;
+        hdr.tcp.dst_port = hdr.tcp.dst_port ^ hdr.tcp.src_port;
+        hdr.tcp.src_port = hdr.tcp.src_port ^ hdr.tcp.dst_port;
     }
 
     apply {
         now_us = (bit<32>)standard_metadata.egress_global_timestamp;
         port = (bit<32>)standard_metadata.egress_port;
-        edge_event = 0;
-        edge_counted = false;
-        edge_port = port;
+        edge_port = FG_MAX_PORTS;  /* no edge event yet */
+        event = 0;
 
         if (standard_metadata.instance_type == FG_INSTANCE_E2E_CLONE) {
             /* Stamp the RD when it entered this queue: when the source edge's
@@ -384,8 +407,6 @@ control FiccrdEgress(inout headers_t hdr,
              * RTT missed the bottleneck queue and the window limit ER x RTT
              * fell to the two-segment floor). */
             build_rd(now_us - standard_metadata.deq_timedelta);
-            edge_event = FG_EDGE_RD_EMITTED;
-            edge_counted = true;
         }
 
         /* ---- core: MAPR on forward RD, ER = min(ER, DPF * MAPR) on backward RD ---- */
@@ -399,36 +420,37 @@ control FiccrdEgress(inout headers_t hdr,
             }
             if (ficcrd_dpf.apply().hit) {
                 read_mapr();  /* apr holds MAPR here */
-                core_event = FG_CORE_MAPR_HELD;
+                event = FG_CORE_MAPR_HELD;
                 if (hdr.fg.kind == FG_KIND_RD_FORWARD || meta.fc_turned == 1) {
                     if (hdr.fg_rd.apr_kbps == 0) {
-                        core_event = FG_CORE_APR_UNKNOWN;
-                    } else if (apr == 0) {
-                        apr = hdr.fg_rd.apr_kbps;  /* first sample: start from it */
-                        core_event = FG_CORE_MAPR_UPDATED;
-                    } else if (hdr.fg_rd.apr_kbps < apr) {
-                        apr = apr - ((apr - hdr.fg_rd.apr_kbps) >> 4);
-                        core_event = FG_CORE_MAPR_UPDATED;
+                        event = FG_CORE_APR_UNKNOWN;
+                    } else if (meta.fc_apr_kbps == 0) {
+                        meta.fc_apr_kbps = hdr.fg_rd.apr_kbps;  /* first sample: start from it */
+                        event = FG_CORE_MAPR_UPDATED;
+                    } else if (hdr.fg_rd.apr_kbps < meta.fc_apr_kbps) {
+                        meta.fc_apr_kbps = meta.fc_apr_kbps - ((meta.fc_apr_kbps - hdr.fg_rd.apr_kbps) >> 4);
+                        event = FG_CORE_MAPR_UPDATED;
                     } else if (meta.fc_above_q0 == 0) {
-                        apr = apr + ((hdr.fg_rd.apr_kbps - apr) >> 4);
-                        core_event = FG_CORE_MAPR_UPDATED;
+                        meta.fc_apr_kbps = meta.fc_apr_kbps + ((hdr.fg_rd.apr_kbps - meta.fc_apr_kbps) >> 4);
+                        event = FG_CORE_MAPR_UPDATED;
                     }
                     write_mapr();
                 }
                 if (hdr.fg.kind == FG_KIND_RD_BACKWARD) {
-                    if (apr == 0) {
-                        core_event = FG_CORE_MAPR_UNKNOWN;
+                    if (meta.fc_apr_kbps == 0) {
+                        event = FG_CORE_MAPR_UNKNOWN;
                     } else {
-                        wide = ((bit<64>)apr * (bit<64>)meta.fc_dpf) >> FG_DPF_SHIFT;
+                        wide = ((bit<64>)meta.fc_apr_kbps * (bit<64>)meta.fc_dpf) >> FG_DPF_SHIFT;
                         if (wide < (bit<64>)hdr.fg.rate_kbps) {
                             hdr.fg.rate_kbps = (bit<32>)wide;
                             meta.fg_rewritten = 1;
-                            core_event = FG_CORE_ER_LOWERED;
+                            event = FG_CORE_ER_LOWERED;
                         } else {
-                            core_event = FG_CORE_ER_KEPT;
+                            event = FG_CORE_ER_KEPT;
                         }
                     }
                 }
+                event_index = (idx << FG_FICCRD_EVENT_BITS) | (bit<32>)event;
                 count_core_event();
             }
         }
@@ -438,159 +460,161 @@ control FiccrdEgress(inout headers_t hdr,
 
         /* ---- edge ---- */
         if (standard_metadata.instance_type == FG_INSTANCE_E2E_CLONE) {
-            /* counted above */
+            event = FG_EDGE_RD_EMITTED;
+            edge_port = port;
         } else if (meta.fc_consume == 1) {
             /* Source edge: keep ER and the RD round trip, drop the RD. */
             idx = hdr.fg_rd.flow_key & FG_FICCRD_FLOW_MASK;
             read_slot_key();
             if (stored == hdr.fg_rd.flow_key) {
                 er = hdr.fg.rate_kbps;
-                rtt = now_us - hdr.fg.ts_us;
+                meta.fc_rtt_us = now_us - hdr.fg.ts_us;
                 write_er_rtt();
-                edge_event = FG_EDGE_RD_CONSUMED;
+                event = FG_EDGE_RD_CONSUMED;
             } else {
-                edge_event = FG_EDGE_RD_STALE;
+                event = FG_EDGE_RD_STALE;
             }
-            edge_counted = true;
+            edge_port = port;
             mark_to_drop(standard_metadata);
             meta.dropped = 1;
         } else if (meta.fc_turned == 1) {
-            edge_event = FG_EDGE_RD_TURNED;
+            event = FG_EDGE_RD_TURNED;
             edge_port = (bit<32>)meta.fc_edge_port;
-            edge_counted = true;
-        } else if (hdr.tcp.isValid() && meta.fc_source == 1 && meta.fc_edge == 0) {
-            /* Source edge, a packet of a TCP flow entering the network. */
-            hash(key, HashAlgorithm.crc32, 32w0,
-                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                   hdr.tcp.src_port, hdr.tcp.dst_port },
-                 32w0xffffffff);
-            idx = key & FG_FICCRD_FLOW_MASK;
-            read_flow();  /* gap holds the previous packet's time here */
-            if (stored != key || (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
-                /* Only a SYN starts a handshake measurement; a flow first
-                 * seen mid-connection (or evicting another) has none. */
-                syn_us = 0;
-                if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
-                    syn_us = now_us;
-                }
-                start_flow();
-                edge_event = FG_EDGE_FLOW_STARTED;
-                edge_counted = true;
-            } else {
-                /* APR, the paper's Eqn. (1) (CSFQ's exponential average,
-                 * K = 2^FG_FICCRD_APR_SHIFT us), with shifts and compares
-                 * only, exactly as docs/ficcrd.md "Arrival rate" writes it:
-                 * below K, APR += c(T) x (length x 8000 - T x APR) / K with
-                 * c(T) = (1 - e^-x)/x (x = T/K) per octave of T; from K up,
-                 * APR = w x APR + g x length x 8000 / K per octave. */
-                gap = now_us - gap;
-                wide = (bit<64>)standard_metadata.packet_length;
-                wide = (wide << 13) - (wide << 7) - (wide << 6);  /* x 8000 */
-                if (gap >= (32w4 << FG_FICCRD_APR_SHIFT)) {
-                    apr = (bit<32>)(((wide >> 3) + (wide >> 4)) >> FG_FICCRD_APR_SHIFT);
-                } else if (gap >= (32w2 << FG_FICCRD_APR_SHIFT)) {
-                    apr = (apr >> 4) + (bit<32>)(((wide >> 2) + (wide >> 4) + (wide >> 6))
-                                                 >> FG_FICCRD_APR_SHIFT);
-                } else if (gap >= (32w1 << FG_FICCRD_APR_SHIFT)) {
-                    apr = (apr >> 2) + (bit<32>)(((wide >> 1) + (wide >> 5))
-                                                 >> FG_FICCRD_APR_SHIFT);
+        } else if (hdr.tcp.isValid() && meta.fc_source != meta.fc_edge) {
+            /* A TCP segment at a source edge. Its flow key, or for a segment
+             * going back to a sender the key of the flow it answers (one hash
+             * call site: p4c gives each its own temporaries). */
+            if (meta.fc_edge == 1) {
+                swap_endpoints();
+            }
+            hash_flow();
+            if (meta.fc_edge == 1) {
+                swap_endpoints();
+            }
+            if (meta.fc_source == 1) {
+                /* Source edge, a packet of a TCP flow entering the network. */
+                read_flow();  /* gap holds the previous packet's time here */
+                if (stored != meta.fc_flow_key || (hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+                    /* Only a SYN starts a handshake measurement; a flow first
+                     * seen mid-connection (or evicting another) has none. */
+                    syn_us = 0;
+                    if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
+                        syn_us = now_us;
+                    }
+                    start_flow();
+                    event = FG_EDGE_FLOW_STARTED;
+                    edge_port = port;
                 } else {
-                    loss = (bit<64>)gap * (bit<64>)apr;
-                    apr_up = wide >= loss;
-                    if (apr_up) {
-                        loss = wide - loss;
+                    /* APR, the paper's Eqn. (1) (CSFQ's exponential average,
+                     * K = 2^FG_FICCRD_APR_SHIFT us), with shifts and compares
+                     * only, exactly as docs/ficcrd.md "Arrival rate" writes it:
+                     * below K, APR += c(T) x (length x 8000 - T x APR) / K with
+                     * c(T) = (1 - e^-x)/x (x = T/K) per octave of T; from K up,
+                     * APR = w x APR + g x length x 8000 / K per octave. */
+                    gap = now_us - gap;
+                    wide = (bit<64>)standard_metadata.packet_length;
+                    wide = (wide << 13) - (wide << 7) - (wide << 6);  /* x 8000 */
+                    if (gap >= (32w4 << FG_FICCRD_APR_SHIFT)) {
+                        meta.fc_apr_kbps = (bit<32>)(((wide >> 3) + (wide >> 4)) >> FG_FICCRD_APR_SHIFT);
+                    } else if (gap >= (32w2 << FG_FICCRD_APR_SHIFT)) {
+                        meta.fc_apr_kbps = (meta.fc_apr_kbps >> 4) + (bit<32>)(((wide >> 2) + (wide >> 4) + (wide >> 6))
+                                                     >> FG_FICCRD_APR_SHIFT);
+                    } else if (gap >= (32w1 << FG_FICCRD_APR_SHIFT)) {
+                        meta.fc_apr_kbps = (meta.fc_apr_kbps >> 2) + (bit<32>)(((wide >> 1) + (wide >> 5))
+                                                     >> FG_FICCRD_APR_SHIFT);
                     } else {
-                        loss = loss - wide;
-                    }
-                    if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 1))) {
-                        loss = loss - (loss >> 2) - (loss >> 5);
-                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 2))) {
-                        loss = loss - (loss >> 3) - (loss >> 5);
-                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 3))) {
-                        loss = loss - (loss >> 4) - (loss >> 5);
-                    } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 4))) {
-                        loss = loss - (loss >> 5) - (loss >> 6);
-                    }
-                    if (apr_up) {
-                        apr = apr + (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
-                    } else {
-                        apr = apr - (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
-                    }
-                }
-                write_apr();
-                if (base_rtt == 0 && syn_us != 0) {
-                    /* The sender's first segment after its SYN: it has seen
-                     * the SYN-ACK, so SYN -> here is one full round trip,
-                     * access links included. (0 us reads as 1: "known".) */
-                    base_rtt = now_us - syn_us;
-                    if (base_rtt == 0) {
-                        base_rtt = 1;
-                    }
-                    write_base_rtt();
-                    edge_event = FG_EDGE_BASE_RTT_LEARNED;
-                    edge_counted = true;
-                }
-            }
-            packets = packets + 1;
-            if (meta.fc_rd_interval != 0 && packets >= meta.fc_rd_interval
-                && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
-                packets = 0;
-                clone_rd();
-            }
-            write_packets();
-        } else if (hdr.tcp.isValid() && meta.fc_edge == 1 && meta.fc_source == 0) {
-            /* Source edge, a segment going back to a TCP sender. */
-            hash(key, HashAlgorithm.crc32, 32w0,
-                 { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
-                   hdr.tcp.dst_port, hdr.tcp.src_port },
-                 32w0xffffffff);
-            idx = key & FG_FICCRD_FLOW_MASK;
-            read_window_state();
-            if (stored == key) {
-                if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                    == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-                    /* The receiver's shift applies to every later window it sends. */
-                    shift = 0;
-                    if (meta.tcp_wscale_seen == 1) {
-                        shift = meta.tcp_wscale;
-                        if (shift > FG_TCP_MAX_WSCALE) {
-                            shift = FG_TCP_MAX_WSCALE;
+                        loss = (bit<64>)gap * (bit<64>)meta.fc_apr_kbps;
+                        apr_up = wide >= loss;
+                        if (apr_up) {
+                            loss = wide - loss;
+                        } else {
+                            loss = loss - wide;
+                        }
+                        if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 1))) {
+                            loss = loss - (loss >> 2) - (loss >> 5);
+                        } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 2))) {
+                            loss = loss - (loss >> 3) - (loss >> 5);
+                        } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 3))) {
+                            loss = loss - (loss >> 4) - (loss >> 5);
+                        } else if (gap >= (32w1 << (FG_FICCRD_APR_SHIFT - 4))) {
+                            loss = loss - (loss >> 5) - (loss >> 6);
+                        }
+                        if (apr_up) {
+                            meta.fc_apr_kbps = meta.fc_apr_kbps + (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
+                        } else {
+                            meta.fc_apr_kbps = meta.fc_apr_kbps - (bit<32>)(loss >> FG_FICCRD_APR_SHIFT);
                         }
                     }
-                    write_wscale();
-                    edge_event = FG_EDGE_WSCALE_LEARNED;
-                    edge_counted = true;
-                } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                           == TCP_FLAG_ACK && er != FG_RATE_UNLIMITED) {
-                    /* The sender's round trip: the RD's (edge to edge, queues
-                     * included) plus the handshake's (access links; it also
-                     * holds the core's propagation delay and whatever queue
-                     * there was then, so this errs high, which the core's
-                     * DPF corrects, rather than low, which would ratchet
-                     * every window down to the floor). */
-                    rtt = rtt + base_rtt;
-                    if (rtt < meta.fc_rtt_min_us) {
-                        rtt = meta.fc_rtt_min_us;
+                    write_apr();
+                    if (base_rtt == 0 && syn_us != 0) {
+                        /* The sender's first segment after its SYN: it has seen
+                         * the SYN-ACK, so SYN -> here is one full round trip,
+                         * access links included. (0 us reads as 1: "known".) */
+                        base_rtt = now_us - syn_us;
+                        if (base_rtt == 0) {
+                            base_rtt = 1;
+                        }
+                        write_base_rtt();
+                        event = FG_EDGE_BASE_RTT_LEARNED;
+                        edge_port = port;
                     }
-                    /* bytes = ER[kbit/s] * RTT[us] / 8000 ~ >> 13 (2.3 % low) */
-                    wide = ((bit<64>)er * (bit<64>)rtt) >> 13;
-                    if (wide < FG_FICCRD_MIN_WINDOW) {
-                        wide = FG_FICCRD_MIN_WINDOW;
-                    }
-                    wide = wide >> shift;
-                    if (wide == 0) {
-                        wide = 1;
-                    }
-                    if (wide < (bit<64>)hdr.tcp.window) {
-                        rewrite_window();
-                        edge_event = FG_EDGE_WINDOW_REWRITTEN;
-                        edge_counted = true;
+                }
+                packets = packets + 1;
+                if (meta.fc_rd_interval != 0 && packets >= meta.fc_rd_interval
+                    && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
+                    packets = 0;
+                    clone_rd();
+                }
+                write_packets();
+            } else {
+                /* Source edge, a segment going back to a TCP sender. */
+                read_window_state();
+                if (stored == meta.fc_flow_key) {
+                    if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                        == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
+                        /* The receiver's shift applies to every later window it sends. */
+                        shift = 0;
+                        if (meta.tcp_wscale_seen == 1) {
+                            shift = meta.tcp_wscale;
+                            if (shift > FG_TCP_MAX_WSCALE) {
+                                shift = FG_TCP_MAX_WSCALE;
+                            }
+                        }
+                        write_wscale();
+                        event = FG_EDGE_WSCALE_LEARNED;
+                        edge_port = port;
+                    } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                               == TCP_FLAG_ACK && er != FG_RATE_UNLIMITED) {
+                        /* The sender's round trip: the RD's (edge to edge, queues
+                         * included) plus the handshake's (access links; it also
+                         * holds the core's propagation delay and whatever queue
+                         * there was then, so this errs high, which the core's
+                         * DPF corrects, rather than low, which would ratchet
+                         * every window down to the floor). */
+                        meta.fc_rtt_us = meta.fc_rtt_us + base_rtt;
+                        if (meta.fc_rtt_us < meta.fc_rtt_min_us) {
+                            meta.fc_rtt_us = meta.fc_rtt_min_us;
+                        }
+                        /* bytes = ER[kbit/s] * RTT[us] / 8000 ~ >> 13 (2.3 % low) */
+                        wide = ((bit<64>)er * (bit<64>)meta.fc_rtt_us) >> 13;
+                        if (wide < FG_FICCRD_MIN_WINDOW) {
+                            wide = FG_FICCRD_MIN_WINDOW;
+                        }
+                        wide = wide >> shift;
+                        if (wide == 0) {
+                            wide = 1;
+                        }
+                        if (wide < (bit<64>)hdr.tcp.window) {
+                            rewrite_window();
+                            event = FG_EDGE_WINDOW_REWRITTEN;
+                            edge_port = port;
+                        }
                     }
                 }
             }
         }
-        if (edge_counted && edge_port < FG_MAX_PORTS) {
-            event_index = (edge_port << FG_FICCRD_EVENT_BITS) | (bit<32>)edge_event;
+        if (edge_port < FG_MAX_PORTS) {
+            event_index = (edge_port << FG_FICCRD_EVENT_BITS) | (bit<32>)event;
             count_edge_event();
         }
     }

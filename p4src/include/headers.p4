@@ -153,12 +153,8 @@ struct metadata_t {
     /* Sum of the rate header's rewritable 16-bit words as they arrived (L4Classify):
      * the UDP checksum is updated incrementally from it (RFC 1624, rate_feedback.p4). */
     bit<32> fg_csum_words;
-    /* Per-port feedback from the port_feedback table. */
-    bit<32> fair_rate_kbps;
-    bit<1>  port_congested;
-    /* Histogram buckets chosen by the bucket tables (egress). */
-    bit<8>  queue_bucket;
-    bit<8>  rtt_bucket;
+    /* (port_feedback's parameters and the histogram buckets need no field:
+     * their actions use them directly, docs/performance.md "Pipeline".) */
     /* SYN gating. */
     bit<2>  syn_color;
     /* TCP option parsing (SYNs only): bytes left in the options, bytes left

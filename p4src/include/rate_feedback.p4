@@ -16,10 +16,17 @@
 control RateFeedback(inout headers_t hdr,
                      inout metadata_t meta,
                      in standard_metadata_t standard_metadata) {
+    /* The stamping is done in the action (straight-line selects, no
+     * branches): on BMv2 a hidden table per branch cost more than the
+     * compares (docs/performance.md "Pipeline"). */
     @name(".set_port_feedback")
     action set_port_feedback(bit<32> fair_rate_kbps, bit<1> congested) {
-        meta.fair_rate_kbps = fair_rate_kbps;
-        meta.port_congested = congested;
+        meta.fg_rewritten = meta.fg_rewritten
+            | (bit<1>)(fair_rate_kbps != 0 && hdr.fg.rate_kbps > fair_rate_kbps)
+            | (bit<1>)(congested == 1 && (hdr.fg.flags & FG_FLAG_CONGESTED) == 0);
+        hdr.fg.rate_kbps = (fair_rate_kbps != 0 && hdr.fg.rate_kbps > fair_rate_kbps)
+                           ? fair_rate_kbps : hdr.fg.rate_kbps;
+        hdr.fg.flags = (congested == 1) ? (hdr.fg.flags | FG_FLAG_CONGESTED) : hdr.fg.flags;
     }
 
     @name(".port_feedback")
@@ -37,16 +44,7 @@ control RateFeedback(inout headers_t hdr,
 
     apply {
         if (meta.fg_stampable == 1 && hdr.fg.kind == FG_KIND_DATA) {
-            if (port_feedback.apply().hit) {
-                if (meta.fair_rate_kbps != 0 && hdr.fg.rate_kbps > meta.fair_rate_kbps) {
-                    hdr.fg.rate_kbps = meta.fair_rate_kbps;
-                    meta.fg_rewritten = 1;
-                }
-                if (meta.port_congested == 1 && (hdr.fg.flags & FG_FLAG_CONGESTED) == 0) {
-                    hdr.fg.flags = hdr.fg.flags | FG_FLAG_CONGESTED;
-                    meta.fg_rewritten = 1;
-                }
-            }
+            port_feedback.apply();
         }
     }
 }

@@ -32,6 +32,13 @@ control ArrivalTelemetry(in metadata_t meta,
     }
 }
 
+/* On BMv2 every table apply, including the hidden table p4c makes for the
+ * statements between two conditions, costs per packet, and so does every
+ * local and every temporary made for a computed extern argument (they are
+ * metadata fields, reset per packet; docs/performance.md "Pipeline"). So the
+ * counts live in the bucket tables' actions, which run on every lookup (hit
+ * or default), with one plain index variable: a data packet applies two
+ * tables here and nothing else. */
 control DepartureTelemetry(in headers_t hdr,
                            inout metadata_t meta,
                            in standard_metadata_t standard_metadata) {
@@ -44,14 +51,22 @@ control DepartureTelemetry(in headers_t hdr,
     @name(".rtt_hist")
     counter(FG_HIST_ENTRIES, CounterType.packets) rtt_hist;
 
+    bit<32> index;  /* the egress port, then its histogram entry */
+
+    /* Every packet: its departure, and its queue-depth bucket. */
     @name(".set_queue_bucket")
     action set_queue_bucket(bit<8> bucket) {
-        meta.queue_bucket = bucket;
+        index = (bit<32>)standard_metadata.egress_port;
+        port_departures.count(index);
+        index = (index << FG_HIST_BUCKET_BITS) | ((bit<32>)bucket & (FG_HIST_BUCKETS - 1));
+        queue_depth_hist.count(index);
     }
 
     @name(".set_rtt_bucket")
     action set_rtt_bucket(bit<8> bucket) {
-        meta.rtt_bucket = bucket;
+        index = ((bit<32>)standard_metadata.egress_port << FG_HIST_BUCKET_BITS)
+                | ((bit<32>)bucket & (FG_HIST_BUCKETS - 1));
+        rtt_hist.count(index);
     }
 
     @name(".queue_buckets")
@@ -79,14 +94,10 @@ control DepartureTelemetry(in headers_t hdr,
     }
 
     apply {
-        bit<32> port_base = (bit<32>)standard_metadata.egress_port << FG_HIST_BUCKET_BITS;
-        port_departures.count((bit<32>)standard_metadata.egress_port);
         queue_buckets.apply();
-        queue_depth_hist.count(port_base | ((bit<32>)meta.queue_bucket & (FG_HIST_BUCKETS - 1)));
         if (meta.fg_stampable == 1 && hdr.fg.rtt_us != 0
             && (hdr.fg.kind == FG_KIND_DATA || hdr.fg.kind == FG_KIND_XCP_DATA)) {
             rtt_buckets.apply();
-            rtt_hist.count(port_base | ((bit<32>)meta.rtt_bucket & (FG_HIST_BUCKETS - 1)));
         }
     }
 }

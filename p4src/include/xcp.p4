@@ -35,14 +35,17 @@
 control XcpFeedback(inout headers_t hdr,
                     inout metadata_t meta,
                     in standard_metadata_t standard_metadata) {
+    /* On BMv2 every local is a field reset for every packet, XCP or not
+     * (docs/performance.md "Pipeline"), so there are few and they are
+     * reused: frac keys both mantissa tables in turn, each term is computed
+     * in its mantissa's variable, ratio_key ends as the histogram index. */
     /* the port's factors (set_xcp_factors) */
     bit<16> port_lg_xi_p = FG_XCP_LG_NONE;
     bit<16> port_lg_xi_n = FG_XCP_LG_NONE;
     bit<32> ratio_key;
-    bit<8>  pos_frac;
-    bit<8>  neg_frac;
-    bit<32> pos_mantissa = 0;
-    bit<32> neg_mantissa = 0;
+    bit<8>  frac;
+    bit<32> pos_mantissa = 0;  /* then pos, the positive term */
+    bit<32> neg_mantissa = 0;  /* then neg, the negative term */
 
     @name(".xcp_ratio_hist")
     counter(FG_XCP_HIST_ENTRIES, CounterType.packets_and_bytes) xcp_ratio_hist;
@@ -71,6 +74,12 @@ control XcpFeedback(inout headers_t hdr,
         meta.xcp_bucket = bucket;
     }
 
+    /* ratio_key holds the index: computed here, p4c would pass a temporary. */
+    @hidden
+    action count_ratio() {
+        xcp_ratio_hist.count(ratio_key);
+    }
+
     @name(".xcp_ratio_buckets")
     table xcp_ratio_buckets {
         key = {
@@ -97,7 +106,7 @@ control XcpFeedback(inout headers_t hdr,
     @name(".xcp_pos_mantissas")
     table xcp_pos_mantissas {
         key = {
-            pos_frac : exact @name("frac");
+            frac : exact @name("frac");
         }
         actions = {
             set_pos_mantissa;
@@ -113,7 +122,7 @@ control XcpFeedback(inout headers_t hdr,
     @name(".xcp_neg_mantissas")
     table xcp_neg_mantissas {
         key = {
-            neg_frac : exact @name("frac");
+            frac : exact @name("frac");
         }
         actions = {
             set_neg_mantissa;
@@ -133,52 +142,55 @@ control XcpFeedback(inout headers_t hdr,
             if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE) {
                 ratio_key = (bit<32>)(lg_pos - lg_neg) + 32w0x10000;
                 xcp_ratio_buckets.apply();
-                xcp_ratio_hist.count(((bit<32>)standard_metadata.egress_port << FG_XCP_HIST_BUCKET_BITS)
-                                     | ((bit<32>)meta.xcp_bucket & (FG_XCP_HIST_BUCKETS - 1)));
+                ratio_key = ((bit<32>)standard_metadata.egress_port << FG_XCP_HIST_BUCKET_BITS)
+                            | ((bit<32>)meta.xcp_bucket & (FG_XCP_HIST_BUCKETS - 1));
+                count_ratio();
             }
             if (xcp_factors.apply().hit) {
                 /* pos = 2^((lg_pos + lg_xi_p) / 256) bytes (0 when either is NONE) */
-                bit<32> pos = 0;
                 if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && port_lg_xi_p != FG_XCP_LG_NONE) {
                     int<32> e = lg_pos + (int<32>)(int<16>)port_lg_xi_p;
                     int<32> whole = e >> FG_XCP_LG_FRAC_BITS;
-                    pos_frac = (bit<8>)((bit<32>)e);
+                    frac = (bit<8>)((bit<32>)e);
                     xcp_pos_mantissas.apply();
                     if (whole >= FG_XCP_SATURATE_EXP) {
-                        pos = FG_XCP_FEEDBACK_UNLIMITED;
+                        pos_mantissa = FG_XCP_FEEDBACK_UNLIMITED;
                     } else if (whole >= FG_XCP_MANTISSA_BITS) {
-                        pos = pos_mantissa << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
+                        pos_mantissa = pos_mantissa << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
                     } else if (whole >= -1) {
-                        pos = (pos_mantissa + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
-                              >> (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - whole));
+                        pos_mantissa = (pos_mantissa + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
+                                       >> (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - whole));
+                    } else {
+                        pos_mantissa = 0;
                     }
                 }
                 /* neg = 2^((lg_neg + lg_xi_n) / 256) bytes, the same way */
-                bit<32> neg = 0;
                 if (hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE && port_lg_xi_n != FG_XCP_LG_NONE) {
                     int<32> e = lg_neg + (int<32>)(int<16>)port_lg_xi_n;
                     int<32> whole = e >> FG_XCP_LG_FRAC_BITS;
-                    neg_frac = (bit<8>)((bit<32>)e);
+                    frac = (bit<8>)((bit<32>)e);
                     xcp_neg_mantissas.apply();
                     if (whole >= FG_XCP_SATURATE_EXP) {
-                        neg = FG_XCP_FEEDBACK_UNLIMITED;
+                        neg_mantissa = FG_XCP_FEEDBACK_UNLIMITED;
                     } else if (whole >= FG_XCP_MANTISSA_BITS) {
-                        neg = neg_mantissa << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
+                        neg_mantissa = neg_mantissa << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
                     } else if (whole >= -1) {
-                        neg = (neg_mantissa + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
-                              >> (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - whole));
+                        neg_mantissa = (neg_mantissa + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
+                                       >> (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - whole));
+                    } else {
+                        neg_mantissa = 0;
                     }
                 }
                 /* both below 2^31: the difference fits a signed 32-bit value */
-                int<32> fb = (int<32>)pos - (int<32>)neg;
-                bit<32> old = hdr.fg_xcp.feedback;
-                if (fb < (int<32>)old) {
-                    hdr.fg_xcp.feedback = (bit<32>)fb;
-                    /* RFC 1624 eqn. 3 over the two 16-bit halves of H_feedback */
+                int<32> fb = (int<32>)pos_mantissa - (int<32>)neg_mantissa;
+                if (fb < (int<32>)hdr.fg_xcp.feedback) {
+                    /* RFC 1624 eqn. 3 over the two 16-bit halves of H_feedback
+                     * (the old value is still in the header) */
                     if (hdr.udp.checksum != 0) {
                         bit<32> sum = (bit<32>)(~hdr.udp.checksum)
-                                      + (32w0xffff - (old >> 16)) + (32w0xffff - (old & 0xffff))
-                                      + (hdr.fg_xcp.feedback >> 16) + (hdr.fg_xcp.feedback & 0xffff);
+                                      + (32w0xffff - (hdr.fg_xcp.feedback >> 16))
+                                      + (32w0xffff - (hdr.fg_xcp.feedback & 0xffff))
+                                      + ((bit<32>)fb >> 16) + ((bit<32>)fb & 0xffff);
                         sum = (sum & 0xffff) + (sum >> 16);
                         sum = (sum & 0xffff) + (sum >> 16);
                         hdr.udp.checksum = ~((bit<16>)sum);
@@ -186,6 +198,7 @@ control XcpFeedback(inout headers_t hdr,
                             hdr.udp.checksum = 0xffff;
                         }
                     }
+                    hdr.fg_xcp.feedback = (bit<32>)fb;
                 }
             }
         }
