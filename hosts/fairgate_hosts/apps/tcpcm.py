@@ -1,0 +1,356 @@
+"""TCP/CM (paper 001, section 3.1): kernel TCP connections whose every new segment goes out
+when the Congestion Manager grants it.
+
+The application (this process) holds the data; each connection is a CM flow with an
+outstanding ``cm_request``. A grant (``app_notify``, one MSS) is written to the socket at
+once (``TCP_NODELAY``) and reported with ``cm_notify``; nothing else is written, and
+``TCP_NOTSENT_LOWAT`` of one MSS makes the kernel refuse to queue more than one unsent
+segment, so it cannot run ahead of the CM. Feedback: ``TCP_INFO`` is polled every
+``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked, loss when the kernel
+retransmitted, its smoothed RTT; a retransmission timeout as persistent congestion).
+Probing is off: TCP's acks are the feedback, as in the paper.
+
+The kernel's congestion control still runs underneath; TCP/CM needs it never to be the
+binding limit. The lab gives TCP/CM hosts a huge initial window (route ``initcwnd``) and
+``tcp_slow_start_after_idle = 0`` so that an application-limited window is never decayed;
+every poll is also a trace sample (``kernel_tcp.classify``): data waiting while the
+kernel's window is full counts as *cwnd-bound*. The log's ``kernel`` lines and the
+``done`` line's ``binding`` say whether that ever happened.
+
+``python -m fairgate_hosts.apps.tcpcm --dst 10.0.0.2 --flows 4 --duration 20`` uploads to
+a sink (``python -m fairgate_hosts.traffic.server``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import selectors
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
+from fairgate_hosts.cm.core import AppNotify, CMConfig, CongestionManager, Event
+from fairgate_hosts.kernel_tcp import (
+    TCP_CA_LOSS,
+    TCP_NOTSENT_LOWAT,
+    BindingTrace,
+    KernelInfo,
+    kernel_info,
+)
+
+BIG_REQUEST = 1 << 40
+_PAYLOAD = memoryview(bytes(1 << 16))
+
+
+@dataclass
+class CmConn:
+    idx: int
+    sock: socket.socket
+    fid: int
+    backlog: int = 0  # granted bytes the socket has not accepted yet
+    written: int = 0
+    acked: int = 0
+    total_retrans: int = 0
+    in_rto: bool = False
+    rtt_us: int = 0
+    last_info: KernelInfo | None = None
+    trace: BindingTrace = field(default_factory=BindingTrace)
+    interval: BindingTrace = field(default_factory=BindingTrace)
+    last_sample_acked: int = 0
+    losses_reported: int = 0
+    timeouts_reported: int = 0
+
+
+@dataclass
+class TcpCm:
+    """``flows_n`` kernel TCP uploads to ``dst:port``, one CM macroflow, grant-driven."""
+
+    dst: str
+    port: int
+    cm: CongestionManager
+    flows_n: int = 1
+    weights: list[float] | None = None
+    feedback_us: int = 5_000
+    conns: list[CmConn] = field(default_factory=list)
+    sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
+
+    def connect(self, timeout_s: float = 5.0) -> None:
+        now = monotonic_us()
+        mss = self.cm.cfg.mss
+        for i in range(self.flows_n):
+            sock = socket.create_connection((self.dst, self.port), timeout=timeout_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, mss)
+            sock.setblocking(False)
+            weight = 1.0 if self.weights is None else self.weights[i]
+            fid = self.cm.open("", self.dst, weight, now_us=now)
+            self.conns.append(CmConn(i, sock, fid))
+        for conn in self.conns:
+            self.handle(self.cm.request(conn.fid, BIG_REQUEST, monotonic_us()))
+
+    # ------------------------------------------------------------------ grants
+    def handle(self, events: list[Event]) -> None:
+        """Write every grant; a write's ``cm_notify`` may grant again (loop, no recursion)."""
+        by_fid = {c.fid: c for c in self.conns}
+        todo = list(events)
+        while todo:
+            now = monotonic_us()
+            for ev in todo:
+                if isinstance(ev, AppNotify) and ev.flow in by_fid:
+                    by_fid[ev.flow].backlog += ev.nbytes
+            todo = []
+            for conn in self.conns:
+                n = self._write(conn)
+                if n:
+                    todo += self.cm.notify(conn.fid, n, now)
+
+    def _write(self, conn: CmConn) -> int:
+        sent = 0
+        while conn.backlog > 0:
+            try:
+                n = conn.sock.send(_PAYLOAD[: min(conn.backlog, len(_PAYLOAD))])
+            except (BlockingIOError, InterruptedError):
+                break
+            if n <= 0:
+                break
+            conn.backlog -= n
+            conn.written += n
+            sent += n
+        self._watch(conn)
+        return sent
+
+    def _watch(self, conn: CmConn) -> None:
+        """Wait for writability only while the socket holds back granted bytes."""
+        registered = conn.sock in self.sel.get_map()
+        if conn.backlog > 0 and not registered:
+            self.sel.register(conn.sock, selectors.EVENT_WRITE, conn)
+        elif conn.backlog == 0 and registered:
+            self.sel.unregister(conn.sock)
+
+    # ------------------------------------------------------------------ feedback
+    def feedback(self, now_us: int) -> None:
+        """Poll TCP_INFO: trace the kernel's window and report acks and losses to the CM."""
+        events: list[Event] = []
+        for conn in self.conns:
+            info = kernel_info(conn.sock)
+            if info is None:
+                continue
+            conn.last_info = info
+            conn.trace.add(info, conn.backlog)
+            conn.interval.add(info, conn.backlog)
+            d_acked = info.bytes_acked - conn.acked
+            loss = info.total_retrans > conn.total_retrans
+            rto = info.ca_state == TCP_CA_LOSS
+            persistent = rto and not conn.in_rto
+            conn.acked, conn.total_retrans, conn.in_rto = info.bytes_acked, info.total_retrans, rto
+            conn.rtt_us = info.rtt_us
+            if d_acked > 0 or loss or persistent:
+                conn.losses_reported += loss
+                conn.timeouts_reported += persistent
+                rtt = info.rtt_us if info.rtt_us > 0 else None
+                events += self.cm.update(
+                    conn.fid, max(0, d_acked), loss, rtt, now_us, persistent=persistent
+                )
+        events += self.cm.tick(now_us)
+        self.handle(events)
+
+    def pump(self, until_us: int) -> None:
+        """Serve grants and writability until ``until_us``."""
+        while True:
+            now = monotonic_us()
+            self.handle(self.cm.tick(now))
+            if now >= until_us:
+                return
+            deadline = until_us
+            nxt = self.cm.next_deadline(now)
+            if nxt is not None:
+                deadline = min(deadline, nxt)
+            timeout = max(0.0, (deadline - monotonic_us()) / 1e6)
+            if self.sel.get_map():
+                for key, _ in self.sel.select(timeout):
+                    conn: CmConn = key.data
+                    n = self._write(conn)
+                    if n:
+                        self.handle(self.cm.notify(conn.fid, n, monotonic_us()))
+            elif timeout > 0:
+                time.sleep(timeout)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            if conn.sock in self.sel.get_map():
+                self.sel.unregister(conn.sock)
+            conn.sock.close()
+            if conn.fid in self.cm.flows:
+                self.cm.close(conn.fid)
+        self.sel.close()
+
+
+def kernel_line(conn: CmConn, t_s: float) -> dict[str, Any]:
+    """One ``kernel`` trace line: the kernel's window against what the CM put in flight
+    (last poll) and the interval's worst case."""
+    i = conn.last_info
+    iv = conn.interval
+    return {
+        "type": "kernel",
+        "t_s": t_s,
+        "flow": conn.idx,
+        "cwnd_segs": None if i is None else i.snd_cwnd,
+        "in_flight_segs": None if i is None else i.in_flight,
+        "notsent_bytes": None if i is None else i.notsent,
+        "ssthresh_segs": None if i is None else i.snd_ssthresh,
+        "ca_state": None if i is None else i.ca_state,
+        "busy_us": None if i is None else i.busy_us,
+        "backlog_bytes": conn.backlog,
+        "polls": iv.samples,
+        "cwnd_bound": iv.cwnd_bound,
+        "min_headroom_segs": iv.min_headroom,
+        "max_in_flight_segs": iv.max_in_flight,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m fairgate_hosts.apps.tcpcm",
+        description="TCP/CM: kernel TCP uploads whose every segment is sent when an "
+        "in-process Congestion Manager grants it (feedback from TCP_INFO). Sink: "
+        "python -m fairgate_hosts.traffic.server.",
+    )
+    p.add_argument("--dst", required=True, help="server IPv4 address")
+    p.add_argument("--port", type=int, default=5001, help="server TCP port")
+    p.add_argument("--flows", type=int, default=1, help="connections (one macroflow)")
+    p.add_argument("--weights", default=None, help="comma-separated weights (default all 1)")
+    p.add_argument("--mss", type=int, default=1448, help="bytes per grant (one segment)")
+    p.add_argument("--initial-rate", type=float, default=192.0, help="CM initial rate, kbit/s")
+    p.add_argument("--max-rate", type=float, default=100_000.0, help="CM rate cap, kbit/s")
+    p.add_argument("--feedback-ms", type=float, default=5.0, help="TCP_INFO poll period")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds")
+    p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
+    p.add_argument("--log", default="-", help="JSONL output (default stdout)")
+    return p
+
+
+def _weights(args: argparse.Namespace) -> list[float] | None:
+    if args.weights is None:
+        return None
+    try:
+        ws = [float(w) for w in args.weights.split(",")]
+    except ValueError:
+        raise ValueError(f"--weights: numbers separated by commas, not {args.weights!r}") from None
+    if len(ws) != args.flows or min(ws) <= 0:
+        raise ValueError(f"--weights: {args.flows} positive numbers, got {args.weights!r}")
+    return ws
+
+
+def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, Any]:
+    if args.flows < 1 or args.mss < 100 or args.feedback_ms <= 0:
+        raise ValueError("--flows >= 1, --mss >= 100 and --feedback-ms > 0")
+    cm = CongestionManager(
+        CMConfig(
+            mss=args.mss,
+            initial_rate_Bps=args.initial_rate * 125.0,
+            max_rate_Bps=args.max_rate * 125.0,
+            probing=False,
+            burst_bytes=2 * args.mss,
+        )
+    )
+    app = TcpCm(args.dst, args.port, cm, args.flows, _weights(args), int(args.feedback_ms * 1000))
+    app.connect()
+    for c in app.conns:
+        log.write({"type": "open", "role": "tcpcm", "flow": c.idx, "fid": c.fid,
+                   "sport": c.sock.getsockname()[1]})  # fmt: skip
+    start = monotonic_us()
+    end = start + int(args.duration * 1e6)
+    next_fb = start
+    interval_us = int(args.interval * 1e6)
+    next_sample = start + interval_us
+    try:
+        while not stop.stopped:
+            now = monotonic_us()
+            if now >= end:
+                break
+            if now >= next_fb:
+                app.feedback(now)
+                next_fb = now + app.feedback_us
+            if now >= next_sample:
+                t_s = round((now - start) / 1e6, 3)
+                _sample(app, log, t_s, args.interval)
+                next_sample += interval_us
+            app.pump(min(next_fb, next_sample, end))
+        now = monotonic_us()
+        app.feedback(now)
+        secs = max(1e-6, (now - start) / 1e6)
+        mf = cm.macroflows.get(args.dst)
+        return {
+            "type": "done",
+            "t_s": round(secs, 3),
+            "flows": [
+                {
+                    "flow": c.idx,
+                    "acked_bytes": c.acked,
+                    "written_bytes": c.written,
+                    "goodput_kbps": round(c.acked * 8 / secs / 1000, 2),
+                    "retrans": c.total_retrans,
+                    "losses_reported": c.losses_reported,
+                    "timeouts_reported": c.timeouts_reported,
+                    "binding": c.trace.as_json(),
+                }
+                for c in app.conns
+            ],
+            "cm": None
+            if mf is None
+            else {"losses": mf.aimd.losses, "timeouts": mf.aimd.timeouts, "agings": mf.aimd.agings},
+            "cwnd_bound_polls": sum(c.trace.cwnd_bound for c in app.conns),
+            "polls": sum(c.trace.samples for c in app.conns),
+        }
+    finally:
+        app.close()
+
+
+def _sample(app: TcpCm, log: JsonlLog, t_s: float, interval_s: float) -> None:
+    mf = app.cm.macroflows.get(app.dst)
+    log.write(
+        {
+            "type": "sample",
+            "t_s": t_s,
+            "macroflow_kbps": None if mf is None else round(mf.rate_Bps * 8 / 1000, 1),
+            "srtt_ms": None if mf is None else round(mf.aimd.srtt_us / 1000, 2),
+            "flows": [
+                {
+                    "flow": c.idx,
+                    "goodput_kbps": round(
+                        (c.acked - c.last_sample_acked) * 8 / interval_s / 1000, 1
+                    ),
+                    "rtt_us": c.rtt_us,
+                    "retrans": c.total_retrans,
+                    "acked_bytes": c.acked,
+                }
+                for c in app.conns
+            ],
+        }
+    )
+    for c in app.conns:
+        log.write(kernel_line(c, t_s))
+        c.last_sample_acked = c.acked
+        c.interval = BindingTrace()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    log = JsonlLog(args.log)
+    log.write({"type": "agent", "agent": "tcpcm", "wall_time": time.time(), "args": vars(args)})
+    stop = StopFlag().install()
+    try:
+        log.write(run(args, log, stop))
+    except (OSError, ValueError) as exc:
+        print(f"tcpcm: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        log.close()
+    return 1 if stop.stopped else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
