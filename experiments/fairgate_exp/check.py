@@ -85,6 +85,15 @@ def check(exp: ExperimentFile) -> None:
                 )
             if start >= stop:
                 raise _err(f"{kind}[{i}] ({f.name}): start {f.start} is not before its stop")
+        for i, a in enumerate(exp.cm):
+            if a.weights is not None and len(a.weights) != a.flows:
+                raise _err(f"cm[{i}] ({a.name}): {len(a.weights)} weights for {a.flows} flows")
+            if a.app == "tcp" and a.flows < 1:
+                raise _err(f"cm[{i}] ({a.name}): a tcp app needs flows >= 1")
+            last = units.parse_time(a.start) + max(0, a.flows - 1) * units.parse_time(a.stagger)
+            stop = duration if a.stop is None else units.parse_time(a.stop)
+            if a.flows > 1 and last >= stop:
+                raise _err(f"cm[{i}] ({a.name}): its last flow opens after it stops")
         for i, t in enumerate(exp.tcp):
             if t.kind == "poisson" and t.arrival_rate is None:
                 raise _err(f"tcp[{i}] ({t.name}): a poisson generator needs arrival_rate")
@@ -141,6 +150,12 @@ def check(exp: ExperimentFile) -> None:
                 raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
             if e.min is None and e.max is None:
                 raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
+        if e.metric == "ratio":
+            _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
+            if e.min is None and e.max is None:
+                raise _err(f"{where}: needs min or max (e.g. min = 0.8, max = 1.25)")
+        elif e.of != "flow_rate" or e.versus is not None:
+            raise _err(f'{where}: of and versus belong to metric = "ratio"')
         if e.metric == "queue" and e.target is None and "lestas" not in (e.algorithms or algos):
             raise _err(f"{where}: only lestas regulates the queue to q_ref (or give a target)")
     check_scale_sets(exp)
@@ -159,6 +174,30 @@ def check(exp: ExperimentFile) -> None:
                     f"sweep.zip.{key}: needs a [sweep.grid] whose first list has distinct "
                     f"values and as many as this one ({len(values)})"
                 )
+
+
+def _check_ratio(
+    exp: ExperimentFile,
+    where: str,
+    of: str,
+    flows: list[str] | None,
+    ports: list[str] | None,
+    versus: list[str] | None,
+    known: list[str],
+) -> None:
+    """A ratio names both sides: flows (of = flow_rate) or port labels (loss_rate)."""
+    if not versus:
+        raise _err(f"{where}: needs versus (the denominator's flows or ports)")
+    if of == "flow_rate":
+        if not flows or ports:
+            raise _err(f"{where}: a flow_rate ratio needs flows (and no ports)")
+        for f in versus:
+            if f not in known:
+                raise _err(f"{where}: unknown flow {f!r} in versus{_near(f, known)}")
+        if not exp.measure.flows:
+            raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
+    elif not ports or flows:
+        raise _err(f"{where}: a loss_rate ratio needs ports (and no flows)")
 
 
 def flow_names(exp: ExperimentFile) -> list[str]:

@@ -84,6 +84,9 @@ def run_algo(
         engine.close()
         raise
     samples = engine.flow_samples()
+    # an engine without traces yet records none (the file still runs)
+    traces_of = getattr(engine, "flow_traces", None)
+    traces = traces_of() if plan.file.measure.traces and traces_of is not None else {}
     retrans = engine.tcp_retransmits() if plan.tcp_flows else {}
     rates = {name: flow_rates(s) for name, s in samples.items()}
     records_ = engine.port_records()
@@ -99,8 +102,36 @@ def run_algo(
         "tcp_summary": tcp_summary,
         "admit": admit_series(plan, records_),
         "retrans": retrans,
+        "traces": traces,
         "ficcrd": ficcrd_totals(plan, records_) if algo == "ficcrd" else {},
     }
+
+
+def trace_table(
+    algo: str, traces: dict[str, list[tuple[float, int, int, float | None]]]
+) -> list[dict[str, Any]]:
+    """traces.csv's rows: per flow and sample, its sequence number (packets delivered so
+    far), its rate over the sample (packets/s), its loss events so far and the CM's rate."""
+    rows: list[dict[str, Any]] = []
+    for name, series in traces.items():
+        prev: tuple[float, int] | None = None
+        for t, seq, losses, cm_kbps in series:
+            rate = None
+            if prev is not None and t > prev[0]:
+                rate = round((seq - prev[1]) / (t - prev[0]), 3)
+            prev = (t, seq)
+            rows.append(
+                {
+                    "algo": algo,
+                    "t": round(t, 4),
+                    "flow": name,
+                    "seq_pkts": seq,
+                    "rate_pps": rate,
+                    "losses": losses,
+                    "cm_rate_kbps": None if cm_kbps is None else round(cm_kbps, 2),
+                }
+            )
+    return rows
 
 
 def ficcrd_totals(plan: Plan, records_: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -175,6 +206,7 @@ def run(
     per_algo: dict[str, Any] = {}
     t0 = time.monotonic()
     tcp_rows: list[dict[str, Any]] = []
+    trace_rows: list[dict[str, Any]] = []
     runs = [
         (algo, plan.with_variant(v) if v is not None else plan)
         for algo in algos
@@ -200,6 +232,7 @@ def run(
             for r in res["tcp"]
         ]
         algo = label
+        trace_rows += trace_table(algo, res["traces"])
         for name, series in res["rates"].items():
             flow_rows += [
                 {
@@ -221,6 +254,8 @@ def run(
     records.write_csv(run_dir / "ports.csv", port_rows_all)
     if tcp_rows:
         records.write_csv(run_dir / "tcp.csv", tcp_rows)
+    if trace_rows:
+        records.write_csv(run_dir / "traces.csv", trace_rows)
     summary = {
         "experiment": plan.name,
         "title": plan.file.experiment.title,
@@ -246,6 +281,10 @@ def run(
         if any(r["outcome"] == "completed" for r in tcp_rows):
             plots += plot_tcp(run_dir, plan, tcp_rows)
         plots += plot_bulk(run_dir, plan, per_algo)
+        if trace_rows:
+            from fairgate_exp.plot import plot_traces
+
+            plots += plot_traces(run_dir, plan, trace_rows, port_rows_all)
         summary["plots"] = [p.name for p in plots]
         records.write_json(run_dir / "summary.json", summary)
     except ImportError as exc:  # matplotlib is pinned; say so rather than fail the run

@@ -30,8 +30,11 @@ class Engine(Protocol):
         ``gen.src``); arrivals stop at ``gen.stop_s``."""
 
     def start_cm(self, app: CmPlan) -> None:
-        """Starts a Congestion Manager app (bulk or audio) on ``app.src``; its flows'
-        receive counts join ``flow_samples`` as ``<name>-<i>`` / ``<name>-audio``."""
+        """Starts a Congestion Manager app (bulk, audio or tcp: TCP/CM) on ``app.src``,
+        on that host's one CM (apps of one host share it; one macroflow per ``dst``);
+        flow i opens at ``start_s + i * stagger_s`` with ``weights[i]``; ``aging`` and
+        ``probes_per_rtt`` configure the CM. Its flows' receive counts (tcp: segments
+        acknowledged) join ``flow_samples`` as ``app.flow_names()``."""
 
     def tcp_records(self) -> list[dict[str, Any]]:
         """One record per TCP flow (``FlowRecord.as_json``: scheduled_s, size, outcome,
@@ -54,6 +57,12 @@ class Engine(Protocol):
 
     def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
         """Per bulk TCP flow, (t, segments retransmitted so far), every sample period."""
+
+    def flow_traces(self) -> dict[str, list[tuple[float, int, int, float | None]]]:
+        """With ``measure.traces``: per CM flow and bulk TCP flow, every sample period,
+        (t, packets delivered so far, loss events so far, the CM's rate for the flow in
+        kbit/s or None). Loss events: a TCP flow's retransmitted segments; a CM flow's
+        macroflow rate halvings on loss (cm_update with loss, probe losses, timeouts)."""
 
     def close(self) -> dict[str, Any]:
         """Tears down what ``build`` made; returns facts about the run (events, wall time)."""

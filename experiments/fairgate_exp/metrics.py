@@ -410,6 +410,8 @@ def _judge_one(
             f"<= {tol:g} of {want:.1f} pkt/s",
             detail,
         )
+    if e.metric == "ratio":
+        return _judge_ratio(i, e, algo, win, rates, rows)
     if e.metric == "goodput":
         ratio, port = goodput_ratio(plan, rates, t0, t1)
         return Verdict(
@@ -497,4 +499,70 @@ def _judge_one(
         round(worst, 4),
         f"<= {tol:g} from {what} {q_ref:g} pkt",
         {"queue_pkts_1500B" if e.target is None else "queue_pkts": per},
+    )
+
+
+def loss_rate(rs: list[dict[str, Any]]) -> float | None:
+    """Packets lost at a port over its rows (``window_drops``) over the packets that
+    arrived; None when nothing arrived."""
+    arrived = sum(r["arrival_pkts"] for r in rs)
+    return window_drops(rs) / arrived if arrived > 0 else None
+
+
+def _judge_ratio(
+    i: int,
+    e: Expect,
+    algo: str,
+    win: tuple[float, float],
+    rates: dict[str, list[tuple[float, float]]],
+    rows: list[dict[str, Any]],
+) -> Verdict:
+    """ratio: the mean rates of ``flows`` summed over those of ``versus`` (of =
+    flow_rate), or the loss rate of ``ports`` together over that of ``versus`` (of =
+    loss_rate); judged against min/max. A zero denominator fails (no ratio)."""
+    t0, t1 = win
+    detail: dict[str, Any] = {}
+
+    def side(names: list[str]) -> float | None:
+        if e.of == "flow_rate":
+            vals = [mean_in(rates.get(n, []), t0, t1) or 0.0 for n in names]
+            for n, v in zip(names, vals, strict=True):
+                detail[n] = round(v, 3)
+            return sum(vals)
+        rs = [r for r in rows if r["port"] in names and t0 < r["t"] <= t1]
+        for n in names:
+            mine = [r for r in rs if r["port"] == n]
+            lr = loss_rate(mine)
+            detail[n] = {"drops": window_drops(mine), "loss_rate": lr and round(lr, 5)}
+        # several ports: drops and arrivals summed over them
+        arrived = sum(r["arrival_pkts"] for r in rs)
+        drops = sum(window_drops([r for r in rs if r["port"] == n]) for n in names)
+        return drops / arrived if arrived > 0 else None
+
+    top = side(list(e.ports or []) if e.of == "loss_rate" else list(e.flows or []))
+    bottom = side(list(e.versus or []))
+    got = None if top is None or not bottom else top / bottom
+    ok = got is not None
+    if ok and e.min is not None:
+        ok = got >= e.min  # type: ignore[operator]
+    if ok and e.max is not None:
+        ok = got <= e.max  # type: ignore[operator]
+    want = " and ".join(
+        s
+        for s in (
+            f">= {e.min:g}" if e.min is not None else "",
+            f"<= {e.max:g}" if e.max is not None else "",
+        )
+        if s
+    )
+    detail |= {"numerator": top, "denominator": bottom}
+    return Verdict(
+        i,
+        "ratio",
+        algo,
+        win,
+        ok,
+        round(got, 4) if got is not None else None,
+        f"{want} ({e.of})",
+        detail,
     )

@@ -142,6 +142,17 @@ class CmPlan:
     initial_rate_kbps: float
     start_s: float
     stop_s: float
+    weights: tuple[float, ...] = ()  # one per flow (audio's own flow: 1)
+    stagger_s: float = 0.0  # flow i opens at start_s + i x stagger_s
+    aging: str = "min_rtt"  # "min_rtt" | "srtt" | "off"
+    probes_per_rtt: float = 2.0
+    size: int = 100_000_000  # tcp: bytes per connection
+    mss: int = 1448  # tcp: segment size
+
+    def flow_names(self) -> list[str]:
+        """The recorded names of its flows, in order (audio's first)."""
+        audio = [f"{self.name}-audio"] if self.app == "audio" else []
+        return audio + [f"{self.name}-{i}" for i in range(self.flows)]
 
 
 @dataclass(frozen=True)
@@ -574,6 +585,12 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 units.parse_rate(a.initial_rate).scaled(factor).bps(frame) / 1000,
                 units.parse_time(a.start),
                 duration if a.stop is None else units.parse_time(a.stop),
+                weights=tuple(a.weights) if a.weights is not None else (1.0,) * a.flows,
+                stagger_s=units.parse_time(a.stagger),
+                aging=a.aging,
+                probes_per_rtt=a.probes_per_rtt,
+                size=units.parse_bytes(a.size),
+                mss=units.parse_bytes(a.mss),
             )
         )
     plan.session_window_s = units.parse_time(ctl.session_window)
@@ -596,7 +613,8 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         plan.measured = [labels[lab] for lab in wanted]
     measured = {ports[k].label for k in plan.measured}
     for i, e in enumerate(exp.expect):
-        for lab in e.ports or []:
+        loss_ratio = e.metric == "ratio" and e.of == "loss_rate"
+        for lab in (e.ports or []) + ((e.versus or []) if loss_ratio else []):
             if lab not in labels:
                 raise _err(f"expect[{i}] ({e.metric}): unknown port {lab!r}")
             if lab not in measured:

@@ -130,3 +130,62 @@ def plot_bulk(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Path]
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return [out]
+
+
+def plot_traces(
+    run_dir: Path, plan: Plan, traces: list[dict[str, Any]], ports: list[dict[str, Any]]
+) -> list[Path]:
+    """``measure.traces``: per run, the flows' sequence traces (packets delivered over
+    time, x at each new loss event), their rates over 1 s and the measured ports' loss
+    events per period (the CM papers' Figs. 2, 6, 9 are sequence traces)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    algos = list(dict.fromkeys(r["algo"] for r in traces))
+    fig, axes = plt.subplots(3, len(algos), figsize=(6 * len(algos), 9), squeeze=False)
+    for j, algo in enumerate(algos):
+        ax_s, ax_r, ax_d = axes[0][j], axes[1][j], axes[2][j]
+        for name in dict.fromkeys(r["flow"] for r in traces if r["algo"] == algo):
+            rs = [r for r in traces if r["algo"] == algo and r["flow"] == name]
+            line = ax_s.plot([r["t"] for r in rs], [r["seq_pkts"] for r in rs], label=name)[0]
+            lost = [r for a, r in zip(rs, rs[1:], strict=False) if r["losses"] > a["losses"]]
+            ax_s.plot(
+                [r["t"] for r in lost],
+                [r["seq_pkts"] for r in lost],
+                "x",
+                ms=4,
+                color=line.get_color(),
+            )
+            pts = [(r["t"], r["rate_pps"]) for r in rs if r["rate_pps"] is not None]
+            k = max(1, round(1.0 / plan.sample_s))
+            smooth = [
+                (
+                    pts[i][0],
+                    sum(v for _t, v in pts[max(0, i - k + 1) : i + 1])
+                    / len(pts[max(0, i - k + 1) : i + 1]),
+                )
+                for i in range(len(pts))
+            ]
+            if smooth:
+                ax_r.plot(*zip(*smooth, strict=True), label=name, color=line.get_color())
+        ax_s.set_title(f"{plan.name} [{algo}]: sequence traces (x: loss events)")
+        ax_s.set_ylabel("packets delivered")
+        ax_s.legend(fontsize=7)
+        ax_r.set_ylabel("rate (pkt/s, 1 s mean)")
+        for lab in dict.fromkeys(r["port"] for r in ports if r["algo"] == algo):
+            rs = [r for r in ports if r["algo"] == algo and r["port"] == lab]
+            drops = [
+                r["queue_drops"] if r.get("queue_drops") is not None else r["drops"] for r in rs
+            ]
+            ax_d.plot([r["t"] for r in rs], drops, label=lab, lw=0.8)
+        ax_d.set_ylabel("drops per period")
+        ax_d.set_xlabel("time (s)")
+        if ax_d.get_legend_handles_labels()[0]:
+            ax_d.legend(fontsize=7)
+    fig.tight_layout()
+    out = run_dir / f"{plan.name}-traces.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return [out]

@@ -206,15 +206,33 @@ class TcpGenerator(Strict):
 
 class CmApp(Strict):
     """A Congestion Manager app of the hosts (``fairgate_hosts.apps``) on ``src``: ``bulk``
-    (``flows`` flows of one macroflow, equal weights) or ``audio`` (a layered audio flow,
-    frames every ``frame``, choosing among ``layers``, plus ``flows`` bulk flows in the same
-    macroflow). Its flows are recorded as ``<name>-<i>`` (and ``<name>-audio``)."""
+    (``flows`` UDP flows of one macroflow), ``audio`` (a layered audio flow, frames every
+    ``frame``, choosing among ``layers``, plus ``flows`` bulk flows in the same macroflow)
+    or ``tcp`` (TCP/CM: ``flows`` TCP uploads of ``size`` to ``dst``'s TCP sink whose every
+    segment leaves when the CM grants it; TCP reports each ack to the CM with
+    ``cm_update``, losses and timeouts included, and its own congestion window never
+    binds). Its flows are recorded as ``<name>-<i>`` (and ``<name>-audio``).
+
+    The apps of one ``src`` share that host's one CM: flows to one ``dst`` are one
+    macroflow, whatever the app. Feedback: ``bulk``/``audio`` flows get it from the CM's
+    probes (``probes_per_rtt`` per smoothed RTT), ``tcp`` flows from TCP's acks; the rate
+    is the CM's own AIMD under algorithm ``none`` (drop-tail), bounded by the switches'
+    explicit rate under a rate algorithm (the switch-assisted extension)."""
 
     name: Name
     src: Name
     dst: Name
-    app: Literal["bulk", "audio"] = "bulk"
+    app: Literal["bulk", "audio", "tcp"] = "bulk"
     flows: int = Field(default=1, ge=0, le=16)
+    # the HRR scheduler's weight of each flow (default: all 1); audio's flow is weight 1
+    weights: list[Annotated[float, Field(gt=0)]] | None = None
+    stagger: TimeStr = "0s"  # flow i opens i x stagger after start (Fig. 7)
+    # exponential aging's half-life (Fig. 6): the minimum RTT (the paper's), the smoothed
+    # RTT (the paper's first choice), or no aging (Fig. 4 measures feedback alone)
+    aging: Literal["min_rtt", "srtt", "off"] = "min_rtt"
+    probes_per_rtt: float = Field(default=2.0, gt=0, le=64)  # feedback frequency (Fig. 4)
+    size: ByteStr = "100MB"  # tcp: bytes per connection
+    mss: ByteStr = "1448B"  # tcp: segment size
     layers: list[RateStr] = Field(
         default_factory=lambda: [f"{10 * 2**i}kbit/s" for i in range(6)], min_length=1
     )
@@ -248,6 +266,10 @@ class Measure(Strict):
     ports: list[str] | None = None  # "s1->s2" / "s1->h1"; default: every link's a -> b
     flows: bool = True
     sample: PosTimeStr = "200ms"  # per-flow rate sampling
+    # per-flow traces in the run record (traces.csv): every sample, each CM and bulk TCP
+    # flow's sequence number (packets delivered so far), its rate and its loss events so
+    # far (TCP: retransmissions; CM: the macroflow's rate halvings on loss)
+    traces: bool = False
     queue: Literal["histogram", "exact"] = "histogram"
 
 
@@ -263,7 +285,12 @@ Metric = Literal[
     "goodput",
     "convergence",
     "flow_number",
+    "ratio",
 ]
+
+#: what a ``ratio`` expectation divides: mean flow rates (packets/s) of ``flows`` over
+#: ``versus``, or ports' loss rates (drops over arrivals) of ``ports`` over ``versus``
+RatioOf = Literal["flow_rate", "loss_rate"]
 
 
 class Expect(Strict):
@@ -281,6 +308,10 @@ class Expect(Strict):
     phase: Name | None = None  # default: from warmup to the end
     algorithms: list[Algorithm] | None = None  # default: every algorithm of the run
     variants: list[Name] | None = None  # default: every variant
+    # ratio: the sum over ``flows`` (or ``ports``) divided by the sum over ``versus``
+    # (flow names, or port labels), judged against min/max
+    of: RatioOf = "flow_rate"
+    versus: list[str] | None = None
 
 
 class Sweep(Strict):
