@@ -40,6 +40,7 @@ _OFF_BYTES_SENT = 200
 _OFF_BYTES_RETRANS = 208
 _OFF_SND_WND = 228
 TCP_INFO_LEN = 232
+TCP_CA_RECOVERY = 3  # tcpi_ca_state in fast recovery
 TCP_CA_LOSS = 4  # tcpi_ca_state while recovering from a retransmission timeout
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 

@@ -6,8 +6,10 @@ outstanding ``cm_request``. A grant (``app_notify``, one MSS) is written to the 
 once (``TCP_NODELAY``) and reported with ``cm_notify``; nothing else is written, and
 ``TCP_NOTSENT_LOWAT`` of one MSS makes the kernel refuse to queue more than one unsent
 segment, so it cannot run ahead of the CM. Feedback: ``TCP_INFO`` is polled every
-``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked, loss when the kernel
-retransmitted, its smoothed RTT; a retransmission timeout as persistent congestion).
+``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked; loss when the kernel
+retransmitted in fast recovery, not for a tail loss probe; its smoothed RTT; a
+retransmission timeout as persistent congestion). The kernel retransmits by itself: those
+segments are not granted (the paper's TCP/CM asks the CM for them too).
 Probing is off: TCP's acks are the feedback, as in the paper.
 
 The kernel's congestion control still runs underneath; TCP/CM needs it never to be the
@@ -35,6 +37,7 @@ from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.cm.core import AppNotify, CMConfig, CongestionManager, Event
 from fairgate_hosts.kernel_tcp import (
     TCP_CA_LOSS,
+    TCP_CA_RECOVERY,
     TCP_NOTSENT_LOWAT,
     BindingTrace,
     KernelInfo,
@@ -142,7 +145,9 @@ class TcpCm:
             conn.trace.add(info, conn.backlog)
             conn.interval.add(info, conn.backlog)
             d_acked = info.bytes_acked - conn.acked
-            loss = info.total_retrans > conn.total_retrans
+            # a loss is a retransmission in fast recovery or after a timeout: a tail loss
+            # probe (sent while the window is open and nothing is known lost) is not one
+            loss = info.total_retrans > conn.total_retrans and info.ca_state >= TCP_CA_RECOVERY
             rto = info.ca_state == TCP_CA_LOSS
             persistent = rto and not conn.in_rto
             conn.acked, conn.total_retrans, conn.in_rto = info.bytes_acked, info.total_retrans, rto

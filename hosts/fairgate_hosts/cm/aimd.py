@@ -6,7 +6,8 @@ avoidance: +MSS x acked / cwnd), so the increase is never faster than TCP's. A l
 rate (at most once per sRTT); a timeout (persistent congestion) sets ssthresh to half the rate
 and restarts from one MSS per sRTT in slow start. While feedback is missing for more than one
 sRTT, the rate halves once, then again every *minimum* RTT (the half-life the paper found
-stable).
+stable; ``aging = "srtt"`` halves every smoothed RTT instead, the paper's first choice, and
+``"off"`` never ages: Figs. 4 and 6 compare them).
 
 An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
 ``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
@@ -18,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairgate_hosts.rtt import RttEstimator
+
+AGING_MODES = ("min_rtt", "srtt", "off")
 
 
 @dataclass(slots=True)
@@ -38,11 +41,14 @@ class AimdRate:
     # between halvings (as TCP floors its RTO), or sub-millisecond RTTs on a LAN or
     # loopback would halve the rate between any two probe responses.
     aging_floor_us: int = 10_000
+    aging: str = "min_rtt"  # half-life: "min_rtt" | "srtt" | "off"
     agings: int = 0
     losses: int = 0
     timeouts: int = 0
 
     def __post_init__(self) -> None:
+        if self.aging not in AGING_MODES:
+            raise ValueError(f"aging must be one of {', '.join(AGING_MODES)}, not {self.aging!r}")
         if self.rate_Bps <= 0:
             self.rate_Bps = self.initial_rate_Bps
         self._clamp()
@@ -132,13 +138,14 @@ class AimdRate:
         if self.aging_next_us is None:
             self.aging_next_us = now_us + self._aging_wait_us()
             return 0
-        if not active:
+        if not active or self.aging == "off":
             self.aging_next_us = max(self.aging_next_us, now_us + self._aging_wait_us())
             return 0
+        half_life = self.min_rtt_us if self.aging == "min_rtt" else int(self.srtt_us)
         n = 0
         while now_us >= self.aging_next_us:
             self.rate_Bps = max(self.min_rate_Bps, self.rate_Bps / 2.0)
-            self.aging_next_us += max(1, self.min_rtt_us, self.aging_floor_us)
+            self.aging_next_us += max(1, half_life, self.aging_floor_us)
             n += 1
         self.agings += n
         return n

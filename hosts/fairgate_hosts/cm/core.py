@@ -69,7 +69,8 @@ class CMConfig:
     min_rate_Bps: float = 150.0
     max_rate_Bps: float = 125_000_000.0
     init_rtt_us: int = 100_000
-    probes_per_rtt: int = 2
+    probes_per_rtt: float = 2.0
+    aging: str = "min_rtt"  # exponential aging's half-life: "min_rtt" | "srtt" | "off"
     probing: bool = True
     burst_bytes: int = 2400
     change_rate_threshold: float = 0.05
@@ -135,6 +136,7 @@ class CongestionManager:
                 min_rate_Bps=c.min_rate_Bps,
                 max_rate_Bps=c.max_rate_Bps,
                 init_rtt_us=c.init_rtt_us,
+                aging=c.aging,
             )
             mf = self.macroflows[dst] = Macroflow(dst, aimd, HierarchicalRoundRobin())
         fid = next(self._ids)
