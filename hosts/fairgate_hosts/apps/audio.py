@@ -18,6 +18,7 @@ from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.apps.cmhost import CMHost, UdpFlow
+from fairgate_hosts.cm.aimd import AGING_MODES
 from fairgate_hosts.cm.core import CMConfig
 from fairgate_p4 import generated as g
 
@@ -127,6 +128,7 @@ class AudioApp:
             host.request(self.flow, size, self)
         if now_us >= self.next_sample_us:
             sent = self.flow.sent_bytes
+            mf = host.cm.macroflows.get(host.dst)
             self.log.write(
                 {
                     "type": "sample",
@@ -135,6 +137,8 @@ class AudioApp:
                     "share_kbps": round(self.flow.rate_Bps * 8 / 1000, 2),
                     "sent_kbps": round((sent - self.last_sent) * 8 / self.interval_s / 1000, 2),
                     "bulk_flows": len(self.bulk_flows),
+                    "macroflow_kbps": round(mf.rate_Bps * 8 / 1000, 1) if mf else None,
+                    "losses": mf.aimd.losses + mf.aimd.timeouts if mf else None,
                 }
             )
             self.last_sent = sent
@@ -180,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--initial-rate", type=float, default=192.0, help="kbit/s")
     p.add_argument("--max-rate", type=float, default=1000.0, help="macroflow cap, kbit/s")
     p.add_argument("--mss", type=int, default=1200, help="bytes per grant")
+    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
+    p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
     return p
 
@@ -192,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         initial_rate_Bps=args.initial_rate * 125.0,
         max_rate_Bps=args.max_rate * 125.0,
         burst_bytes=2 * args.mss,
+        aging=args.aging,
+        probes_per_rtt=args.probes_per_rtt,
     )
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "audio", "wall_time": time.time(), "args": vars(args)})

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
+from fairgate_hosts.cm.aimd import AGING_MODES
 from fairgate_hosts.cm.core import AppNotify, CMConfig, CongestionManager, Event
 from fairgate_hosts.kernel_tcp import (
     TCP_CA_LOSS,
@@ -80,19 +81,24 @@ class TcpCm:
     conns: list[CmConn] = field(default_factory=list)
     sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
 
-    def connect(self, timeout_s: float = 5.0) -> None:
-        now = monotonic_us()
+    def join(self, timeout_s: float = 5.0) -> CmConn:
+        """Connect the next connection, open its CM flow and request unlimited data."""
+        i = len(self.conns)
         mss = self.cm.cfg.mss
-        for i in range(self.flows_n):
-            sock = socket.create_connection((self.dst, self.port), timeout=timeout_s)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, mss)
-            sock.setblocking(False)
-            weight = 1.0 if self.weights is None else self.weights[i]
-            fid = self.cm.open("", self.dst, weight, now_us=now)
-            self.conns.append(CmConn(i, sock, fid))
-        for conn in self.conns:
-            self.handle(self.cm.request(conn.fid, BIG_REQUEST, monotonic_us()))
+        sock = socket.create_connection((self.dst, self.port), timeout=timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, mss)
+        sock.setblocking(False)
+        weight = 1.0 if self.weights is None else self.weights[i]
+        conn = CmConn(i, sock, self.cm.open("", self.dst, weight, now_us=monotonic_us()))
+        self.conns.append(conn)
+        self.handle(self.cm.request(conn.fid, BIG_REQUEST, monotonic_us()))
+        return conn
+
+    def connect(self, timeout_s: float = 5.0) -> None:
+        """Every connection at once."""
+        while len(self.conns) < self.flows_n:
+            self.join(timeout_s)
 
     # ------------------------------------------------------------------ grants
     def handle(self, events: list[Event]) -> None:
@@ -230,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mss", type=int, default=1448, help="bytes per grant (one segment)")
     p.add_argument("--initial-rate", type=float, default=192.0, help="CM initial rate, kbit/s")
     p.add_argument("--max-rate", type=float, default=100_000.0, help="CM rate cap, kbit/s")
+    p.add_argument("--stagger", type=float, default=0.0, help="connection i opens at i x S s")
+    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
     p.add_argument("--feedback-ms", type=float, default=5.0, help="TCP_INFO poll period")
     p.add_argument("--duration", type=float, default=10.0, help="seconds")
     p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
@@ -259,14 +267,12 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
             max_rate_Bps=args.max_rate * 125.0,
             probing=False,
             burst_bytes=2 * args.mss,
+            aging=args.aging,
         )
     )
     app = TcpCm(args.dst, args.port, cm, args.flows, _weights(args), int(args.feedback_ms * 1000))
-    app.connect()
-    for c in app.conns:
-        log.write({"type": "open", "role": "tcpcm", "flow": c.idx, "fid": c.fid,
-                   "sport": c.sock.getsockname()[1]})  # fmt: skip
     start = monotonic_us()
+    stagger_us = int(args.stagger * 1e6)
     end = start + int(args.duration * 1e6)
     next_fb = start
     interval_us = int(args.interval * 1e6)
@@ -276,6 +282,10 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
             now = monotonic_us()
             if now >= end:
                 break
+            while len(app.conns) < app.flows_n and now >= start + len(app.conns) * stagger_us:
+                c = app.join()
+                sport = c.sock.getsockname()[1]
+                log.write({"type": "open", "role": "tcpcm", "flow": c.idx, "sport": sport})
             if now >= next_fb:
                 app.feedback(now)
                 next_fb = now + app.feedback_us
@@ -283,7 +293,10 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
                 t_s = round((now - start) / 1e6, 3)
                 _sample(app, log, t_s, args.interval)
                 next_sample += interval_us
-            app.pump(min(next_fb, next_sample, end))
+            nxt = min(next_fb, next_sample, end)
+            if len(app.conns) < app.flows_n:
+                nxt = min(nxt, start + len(app.conns) * stagger_us)
+            app.pump(nxt)
         now = monotonic_us()
         app.feedback(now)
         secs = max(1e-6, (now - start) / 1e6)
@@ -322,9 +335,11 @@ def _sample(app: TcpCm, log: JsonlLog, t_s: float, interval_s: float) -> None:
             "t_s": t_s,
             "macroflow_kbps": None if mf is None else round(mf.rate_Bps * 8 / 1000, 1),
             "srtt_ms": None if mf is None else round(mf.aimd.srtt_us / 1000, 2),
+            "losses": None if mf is None else mf.aimd.losses + mf.aimd.timeouts,
             "flows": [
                 {
                     "flow": c.idx,
+                    "share_kbps": round(float(app.cm.query(c.fid)["rate_Bps"]) * 8 / 1000, 2),
                     "goodput_kbps": round(
                         (c.acked - c.last_sample_acked) * 8 / interval_s / 1000, 1
                     ),
