@@ -10,6 +10,10 @@ decodes the fields that show it and classifies one sample:
 - the sample is *cwnd-bound* when data is waiting (in the socket or in the application,
   which holds what the kernel refused) and the window is full (``in_flight >= cwnd``);
   *rwnd-bound* when data is waiting and the bytes in flight fill the peer's window.
+  Samples in loss recovery (``ca_state`` Recovery or Loss) are counted apart: there the
+  kernel retransmits lost segments first and proportional rate reduction sets its window
+  to what was delivered, so new data waits for the retransmissions (the paper's TCP/CM
+  also sends a retransmission before new data); outside recovery nothing should wait.
 """
 
 from __future__ import annotations
@@ -133,6 +137,8 @@ class BindingTrace:
     cwnd_bound: int = 0
     rwnd_bound: int = 0
     loss_state: int = 0  # samples taken while the kernel recovered from an RTO
+    recovery: int = 0  # samples in loss recovery (fast recovery or after an RTO)
+    cwnd_bound_open: int = 0  # cwnd-bound samples outside loss recovery
     min_headroom: int | None = None
     max_in_flight: int = 0
     min_cwnd: int | None = None
@@ -145,6 +151,9 @@ class BindingTrace:
         self.cwnd_bound += v.cwnd_bound
         self.rwnd_bound += v.rwnd_bound
         self.loss_state += info.ca_state == TCP_CA_LOSS
+        recovering = info.ca_state >= TCP_CA_RECOVERY
+        self.recovery += recovering
+        self.cwnd_bound_open += v.cwnd_bound and not recovering
         self.max_in_flight = max(self.max_in_flight, info.in_flight)
         self.max_notsent = max(self.max_notsent, info.notsent)
         cwnd = info.snd_cwnd
@@ -158,7 +167,9 @@ class BindingTrace:
             "samples": self.samples,
             "waiting": self.waiting,
             "cwnd_bound": self.cwnd_bound,
+            "cwnd_bound_open": self.cwnd_bound_open,
             "rwnd_bound": self.rwnd_bound,
+            "recovery": self.recovery,
             "loss_state": self.loss_state,
             "min_headroom_segs": self.min_headroom,
             "min_cwnd_segs": self.min_cwnd,

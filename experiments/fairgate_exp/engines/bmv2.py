@@ -171,7 +171,10 @@ def cm_shared_hosts(plan: Plan) -> None:
                 )
 
 
-TCPCM_INITCWND = 1 << 20  # segments: TCP/CM's kernel window starts far above any CM window
+# segments: TCP/CM's kernel window starts far above any CM window; every loss recovery
+# halves it (Reno), so 30 recoveries per connection before it could bind (the kernel warns
+# at 2^31)
+TCPCM_INITCWND = 1 << 30
 TCPCM_HOST_SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle": "0"}
 
 
@@ -463,7 +466,8 @@ class Bmv2Engine:
     def tcpcm_kernel(self) -> dict[str, Any]:
         """Per TCP/CM app, from its ``done`` line: TCP_INFO polls, how many found granted
         data waiting behind a full kernel window (``cwnd_bound``: 0 means the kernel's
-        congestion control never bound), and per flow the closest the window came."""
+        congestion control never bound; ``_open``: outside loss recovery), and per flow
+        the closest the window came."""
         out: dict[str, Any] = {}
         for a in self.cm_apps:
             if a.app != "tcp":
@@ -476,6 +480,7 @@ class Bmv2Engine:
             out[a.name] = {
                 "polls": done["polls"],
                 "cwnd_bound_polls": done["cwnd_bound_polls"],
+                "cwnd_bound_open_polls": done["cwnd_bound_open_polls"],
                 "flows": {
                     a.flow_names()[f["flow"]]: f["binding"] | {"retrans": f["retrans"]}
                     for f in done["flows"]

@@ -13,11 +13,13 @@ segments are not granted (the paper's TCP/CM asks the CM for them too).
 Probing is off: TCP's acks are the feedback, as in the paper.
 
 The kernel's congestion control still runs underneath; TCP/CM needs it never to be the
-binding limit. The lab gives TCP/CM hosts a huge initial window (route ``initcwnd``) and
-``tcp_slow_start_after_idle = 0`` so that an application-limited window is never decayed;
-every poll is also a trace sample (``kernel_tcp.classify``): data waiting while the
-kernel's window is full counts as *cwnd-bound*. The log's ``kernel`` lines and the
-``done`` line's ``binding`` say whether that ever happened.
+binding limit. The lab gives TCP/CM hosts a huge initial window (route ``initcwnd``
+2^30: each loss recovery still halves it, so it takes 30 recoveries to come down to a
+few segments) and ``tcp_slow_start_after_idle = 0`` so that an application-limited window
+is never decayed; every poll is also a trace sample (``kernel_tcp.classify``): data
+waiting while the kernel's window is full counts as *cwnd-bound*, apart for samples in
+loss recovery, where the kernel's retransmissions go first. The log's ``kernel`` lines
+and the ``done`` line's ``binding`` say whether that ever happened.
 
 ``python -m fairgate_hosts.apps.tcpcm --dst 10.0.0.2 --flows 4 --duration 20`` uploads to
 a sink (``python -m fairgate_hosts.traffic.server``).
@@ -213,10 +215,11 @@ def kernel_line(conn: CmConn, t_s: float) -> dict[str, Any]:
         "notsent_bytes": None if i is None else i.notsent,
         "ssthresh_segs": None if i is None else i.snd_ssthresh,
         "ca_state": None if i is None else i.ca_state,
-        "busy_us": None if i is None else i.busy_us,
         "backlog_bytes": conn.backlog,
         "polls": iv.samples,
         "cwnd_bound": iv.cwnd_bound,
+        "cwnd_bound_open": iv.cwnd_bound_open,
+        "recovery": iv.recovery,
         "min_headroom_segs": iv.min_headroom,
         "max_in_flight_segs": iv.max_in_flight,
     }
@@ -321,6 +324,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
             if mf is None
             else {"losses": mf.aimd.losses, "timeouts": mf.aimd.timeouts, "agings": mf.aimd.agings},
             "cwnd_bound_polls": sum(c.trace.cwnd_bound for c in app.conns),
+            "cwnd_bound_open_polls": sum(c.trace.cwnd_bound_open for c in app.conns),
             "polls": sum(c.trace.samples for c in app.conns),
         }
     finally:

@@ -71,8 +71,11 @@ def test_binding_trace_counts() -> None:
     t = BindingTrace()
     t.add(parse_kernel_info(info_buf(unacked=5, snd_cwnd=10)), 0)
     t.add(parse_kernel_info(info_buf(unacked=8, snd_cwnd=8, notsent=10, ca_state=4)), 0)
+    t.add(parse_kernel_info(info_buf(unacked=8, snd_cwnd=8, notsent=10)), 0)
     j = t.as_json()
-    assert j["samples"] == 2 and j["cwnd_bound"] == 1 and j["loss_state"] == 1
+    assert j["samples"] == 3 and j["cwnd_bound"] == 2 and j["loss_state"] == 1
+    # the RTO sample is recovery; the last one held data back in the open state
+    assert j["recovery"] == 1 and j["cwnd_bound_open"] == 1
     assert j["min_headroom_segs"] == 0 and j["min_cwnd_segs"] == 8
     assert j["max_in_flight_segs"] == 8 and j["max_notsent_bytes"] == 10
 
