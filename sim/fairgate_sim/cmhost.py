@@ -24,6 +24,8 @@ from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
 from fairgate_sim.engine import Clock
 from fairgate_sim.network import SimHost
 from fairgate_sim.packet import Packet, udp_packet
+from fairgate_sim.tcp import TcpConfig
+from fairgate_sim.tcp_cm import CmTcpFlow
 
 
 class CMApp(Protocol):
@@ -60,7 +62,20 @@ class SimCMFlow:
 
 
 @dataclass
+class _Run:
+    """One app running on the host until ``end_us``, and the flows it opened."""
+
+    app: CMApp
+    end_us: int
+    on_done: Callable[[int], None] | None
+    fids: list[int] = field(default_factory=list)
+
+
+@dataclass
 class SimCMHost:
+    """The CM of one host towards one destination (one macroflow: every app of the host
+    to ``dst`` shares it, as one CM per host would)."""
+
     clock: Clock
     host: SimHost
     dst: str  # receiver agent's IP
@@ -69,15 +84,23 @@ class SimCMHost:
     port: int = g.FG_UDP_PORT
     cm: CongestionManager = field(init=False)
     flows: dict[int, SimCMFlow] = field(default_factory=dict)
-    app: CMApp | None = None
+    tcp: dict[int, CmTcpFlow] = field(default_factory=dict)  # TCP/CM flows
+    app: CMApp | None = None  # the first app started (cm-sharing's one app)
     on_done: Callable[[int], None] | None = None  # called at the end, before closing
     probes_sent: int = 0
     send_errors: int = 0
+    runs: list[_Run] = field(default_factory=list)
+    owner: dict[int, _Run] = field(default_factory=dict)
+    _current: _Run | None = None
     _notify: list[tuple[int, int]] = field(default_factory=list)
     _probe_port: int = 0
-    _end_us: int = 0
     _wake_us: int | None = None
     _token: int = 0
+    _in_handle: bool = False
+    # the macroflow's AIMD counters, kept when its last flow closes
+    aimd_counts: dict[str, int] = field(
+        default_factory=lambda: {"losses": 0, "timeouts": 0, "agings": 0}
+    )
 
     def __post_init__(self) -> None:
         self.cm = CongestionManager(self.cfg)
@@ -90,7 +113,60 @@ class SimCMHost:
         flow = SimCMFlow(fid, 0, weight)
         flow.sport = self.host.bind(lambda pkt, f=flow: self._on_ack(f, pkt))
         self.flows[fid] = flow
+        self._own(fid)
         return flow
+
+    def open_tcp(self, size: int, cfg: TcpConfig, weight: float = 1.0) -> CmTcpFlow:
+        """A TCP/CM connection to ``dst``'s TCP sink (started at once); its feedback is
+        TCP's acks (``probed=False``)."""
+        now = self.clock.now_us()
+        fid = self.cm.open("", self.dst, weight, now_us=now, probed=False)
+        flow = CmTcpFlow(self.clock, self.host, self.dst, size, cfg, cm=self, fid=fid)
+        self.tcp[fid] = flow
+        self._own(fid)
+        flow.start()
+        return flow
+
+    def _own(self, fid: int) -> None:
+        run = self._current or (self.runs[-1] if self.runs else None)
+        if run is not None:
+            run.fids.append(fid)
+            self.owner[fid] = run
+
+    # ------------------------------------------------------------------ TCP/CM (CmPort)
+    def tcp_request(self, flow: CmTcpFlow, nbytes: int) -> None:
+        if flow.fid in self.cm.flows:
+            now = self.clock.now_us()
+            self._handle(self.cm.request(flow.fid, nbytes, now), now)
+
+    def tcp_sent(self, flow: CmTcpFlow, nbytes: int) -> None:
+        self._notify.append((flow.fid, nbytes))
+        if not self._in_handle:
+            self._handle([], self.clock.now_us())
+
+    def tcp_feedback(
+        self, flow: CmTcpFlow, nrecd: int, loss: bool, rtt_us: int | None, persistent: bool
+    ) -> None:
+        if flow.fid not in self.cm.flows or not self.runs:
+            return
+        now = self.clock.now_us()
+        events = self.cm.update(flow.fid, nrecd, loss, rtt_us, now, persistent=persistent)
+        self._handle(events, now)
+        self._tick()
+
+    def loss_events(self) -> int:
+        """The macroflow's rate decreases on loss so far (losses and timeouts)."""
+        mf = self.cm.macroflows.get(self.dst)
+        if mf is not None:
+            a = mf.aimd
+            self.aimd_counts = {"losses": a.losses, "timeouts": a.timeouts, "agings": a.agings}
+        return self.aimd_counts["losses"] + self.aimd_counts["timeouts"]
+
+    def flow_rate_kbps(self, fid: int) -> float | None:
+        """The CM's current rate for one flow (its weighted share of the macroflow)."""
+        if fid not in self.cm.flows:
+            return None
+        return float(self.cm.query(fid)["rate_Bps"]) * 8 / 1000
 
     def send(self, flow: SimCMFlow, payload_bytes: int, now_us: int) -> int:
         mf = self.cm.macroflows.get(self.dst)
@@ -113,7 +189,7 @@ class SimCMHost:
 
     def request(self, flow: SimCMFlow, nbytes: int, app: CMApp) -> None:
         now = self.clock.now_us()
-        self._handle(self.cm.request(flow.fid, nbytes, now), app, now)
+        self._handle(self.cm.request(flow.fid, nbytes, now), now)
 
     def stats(self) -> dict[str, object]:
         mf = self.cm.macroflows.get(self.dst)
@@ -125,26 +201,42 @@ class SimCMHost:
         return out
 
     # ------------------------------------------------------------------ running
-    def start(self, app: CMApp, at_s: float, duration_s: float, timer_s: float) -> None:
-        """Run ``app`` from ``at_s`` for ``duration_s`` (CMHost.run), then close its flows."""
-        self.app = app
-        self._end_us = round((at_s + duration_s) * 1e6)
-        self.clock.at(at_s + timer_s, self._timer, timer_s)
+    def start(
+        self,
+        app: CMApp,
+        at_s: float,
+        duration_s: float,
+        timer_s: float,
+        on_done: Callable[[int], None] | None = None,
+    ) -> None:
+        """Run ``app`` from ``at_s`` for ``duration_s`` (CMHost.run), then close its flows.
+        Several apps may run on one host (one macroflow); each has its own timer."""
+        if self.app is None:
+            self.app = app
+        run = _Run(app, round((at_s + duration_s) * 1e6), on_done)
+        self.runs.append(run)
+        self.clock.at(at_s + timer_s, self._timer, timer_s, run)
 
-    def _timer(self, timer_s: float) -> None:
+    def _timer(self, timer_s: float, run: _Run) -> None:
         now = self.clock.now_us()
-        if self.app is None or now >= self._end_us:
-            self._stop()
+        if run not in self.runs or now >= run.end_us:
+            self._stop(run)
             return
-        self.app.on_timer(self, now)
+        self._current = run
+        run.app.on_timer(self, now)
+        self._current = None
         self._tick()
-        self.clock.after(timer_s, self._timer, timer_s)
+        self.clock.after(timer_s, self._timer, timer_s, run)
+
+    @property
+    def _end_us(self) -> int:
+        return max((r.end_us for r in self.runs), default=0)
 
     def _tick(self) -> None:
-        if self.app is None:
+        if not self.runs:
             return
         now = self.clock.now_us()
-        self._handle(self.cm.tick(now), self.app, now)
+        self._handle(self.cm.tick(now), now)
         deadline = self.cm.next_deadline(now)
         if deadline is None or deadline >= self._end_us:
             return
@@ -160,28 +252,48 @@ class SimCMHost:
             self._wake_us = None
             self._tick()
 
-    def _stop(self) -> None:
-        if self.on_done is not None and self.app is not None:
-            self.on_done(self.clock.now_us())
-        self.app = None
-        self._token += 1
-        for flow in list(self.flows.values()):
-            self.host.unbind(flow.sport)
-            self.cm.close(flow.fid, self.clock.now_us())
-        self.flows.clear()
-        self.host.unbind(self._probe_port)
+    def _stop(self, run: _Run) -> None:
+        if run not in self.runs:
+            return
+        now = self.clock.now_us()
+        done = run.on_done or (self.on_done if run.app is self.app else None)
+        if done is not None:
+            done(now)
+        self.runs.remove(run)
+        for fid in run.fids:
+            self.owner.pop(fid, None)
+            if fid in self.flows:
+                self.host.unbind(self.flows.pop(fid).sport)
+            if fid in self.tcp:
+                self.tcp[fid].abort()
+            if fid in self.cm.flows:
+                self.loss_events()  # keep the count past the macroflow's end
+                self.cm.close(fid, now)
+        if not self.runs:
+            self._token += 1
+            self.host.unbind(self._probe_port)
 
     # ------------------------------------------------------------------ events (CMHost._handle)
-    def _handle(self, events: list[Any], app: CMApp, now_us: int) -> None:
+    def _handle(self, events: list[Any], now_us: int) -> None:
+        outer, self._in_handle = self._in_handle, True
+        try:
+            self._handle_all(events, now_us)
+        finally:
+            self._in_handle = outer
+
+    def _handle_all(self, events: list[Any], now_us: int) -> None:
         todo = list(events)
-        while todo:
+        while todo or self._notify:
             todo.sort(key=lambda ev: not isinstance(ev, SendProbe))  # probes first (cmhost.py)
             for ev in todo:
-                if isinstance(ev, AppNotify) and ev.flow in self.flows:
-                    app.on_grant(self, self.flows[ev.flow], ev.nbytes, now_us)
-                elif isinstance(ev, ChangeRate) and ev.flow in self.flows:
+                run = self.owner.get(ev.flow) if not isinstance(ev, SendProbe) else None
+                if isinstance(ev, AppNotify) and ev.flow in self.tcp:
+                    self.tcp[ev.flow].on_grant(ev.nbytes)
+                elif isinstance(ev, AppNotify) and ev.flow in self.flows and run is not None:
+                    run.app.on_grant(self, self.flows[ev.flow], ev.nbytes, now_us)
+                elif isinstance(ev, ChangeRate) and ev.flow in self.flows and run is not None:
                     self.flows[ev.flow].rate_Bps = ev.rate_Bps
-                    app.on_rate(self, self.flows[ev.flow], ev.rate_Bps, now_us)
+                    run.app.on_rate(self, self.flows[ev.flow], ev.rate_Bps, now_us)
                 elif isinstance(ev, SendProbe):
                     pkt = udp_packet(self.host.ip, ev.dst, self._probe_port, self.port, ev.data)
                     if self.host.send(pkt):
@@ -195,15 +307,15 @@ class SimCMHost:
                     todo.extend(self.cm.notify(fid, n, now_us))
 
     def _on_probe_response(self, pkt: Packet) -> None:
-        if self.app is None or pkt.data is None:
+        if not self.runs or pkt.data is None:
             return
         now = self.clock.now_us()
-        self._handle(self.cm.on_probe_response(pkt.src, bytes(pkt.data), now), self.app, now)
+        self._handle(self.cm.on_probe_response(pkt.src, bytes(pkt.data), now), now)
         self._tick()
 
     def _on_ack(self, flow: SimCMFlow, pkt: Packet) -> None:
         flow.acks += 1
-        if self.app is None or not self.explicit or pkt.data is None:
+        if not self.runs or not self.explicit or pkt.data is None:
             return
         if len(pkt.data) < HEADER_BYTES:
             return
@@ -215,5 +327,31 @@ class SimCMHost:
             flow.explicit_kbps = hdr.rate_kbps
             now = self.clock.now_us()
             events = self.cm.update(flow.fid, 0, False, None, now, explicit_rate_kbps=hdr.rate_kbps)
-            self._handle(events, self.app, now)
+            self._handle(events, now)
             self._tick()
+
+
+@dataclass
+class TcpCmApp:
+    """The TCP/CM app: ``len(weights)`` TCP/CM uploads of ``size`` bytes, flow i opening
+    ``i x stagger_s`` after the start (the CM paper's TCP/CM, Figs. 2, 3, 9, 10)."""
+
+    weights: list[float]
+    size: int
+    tcp: TcpConfig
+    stagger_s: float
+    start_us: int
+    flows: list[CmTcpFlow] = field(default_factory=list)
+
+    def on_grant(self, host: Any, flow: Any, nbytes: int, now_us: int) -> None:
+        pass  # TCP/CM grants go to the TCP flow itself (SimCMHost routes them)
+
+    def on_rate(self, host: Any, flow: Any, rate_Bps: float, now_us: int) -> None:
+        pass
+
+    def on_timer(self, host: Any, now_us: int) -> None:
+        while len(self.flows) < len(self.weights):
+            k = len(self.flows)
+            if now_us < self.start_us + round(k * self.stagger_s * 1e6):
+                break
+            self.flows.append(host.open_tcp(self.size, self.tcp, self.weights[k]))

@@ -23,12 +23,13 @@ from fairgate_hosts.receiver import ReceiverCore
 from fairgate_hosts.sender import RATE_UNLIMITED, Mode, SenderConfig
 from fairgate_hosts.traffic.records import FlowRecord
 from fairgate_hosts.traffic.workload import FlowSpec
-from fairgate_sim.cmhost import MemoryLog, SimCMHost
+from fairgate_sim.cmhost import MemoryLog, SimCMHost, TcpCmApp
 from fairgate_sim.control import MemoryRecorder, SimController
 from fairgate_sim.network import Network
 from fairgate_sim.port import PortParams
 from fairgate_sim.probe import QueueProbe
 from fairgate_sim.tcp import TcpConfig, TcpServer
+from fairgate_sim.tcp_cm import CmTcpFlow
 from fairgate_sim.tcp_traffic import TcpClient
 from fairgate_sim.topo import UPLINK_DEPTH, NetSpec
 from fairgate_sim.udp import UdpReceiver, UdpSender
@@ -74,12 +75,31 @@ def sender_config(plan: Plan, algo: str, flow: FlowPlan) -> SenderConfig:
     )
 
 
-def cm_flows(a: CmPlan, app: BulkApp | AudioApp) -> list[tuple[str, Any]]:
+def cm_flows(a: CmPlan, app: BulkApp | AudioApp | TcpCmApp) -> list[tuple[str, Any]]:
     """(recorded name, flow) of a CM app's open flows."""
-    if isinstance(app, BulkApp):
+    if isinstance(app, BulkApp | TcpCmApp):
         return [(f"{a.name}-{i}", f) for i, f in enumerate(app.flows)]
     out = [(f"{a.name}-audio", app.flow)] if app.flow is not None else []
     return out + [(f"{a.name}-{i}", f) for i, f in enumerate(app.bulk_flows)]
+
+
+def cm_facts(app: BulkApp | AudioApp | TcpCmApp, host: SimCMHost) -> dict[str, Any]:
+    """A CM app's counters at the end: the macroflow's losses, timeouts and agings (kept
+    past its close), probes; for TCP/CM, grants used and unused and how often a Reno
+    window would have stopped a segment the CM let out (TCP's cwnd never binds)."""
+    out: dict[str, Any] = {"loss_events": host.loss_events(), "probes_sent": host.probes_sent}
+    out |= {k: v for k, v in host.aimd_counts.items()}
+    if isinstance(app, TcpCmApp):
+        fs = app.flows
+        out |= {
+            "grants": sum(f.grants for f in fs),
+            "unused_grants": sum(f.unused_grants for f in fs),
+            "segments_past_reno_cwnd": sum(f.cwnd_limited for f in fs),
+            "fast_retransmits": sum(f.fast_retransmits for f in fs),
+            "rto_timeouts": sum(f.timeouts for f in fs),
+            "retransmits": sum(f.retransmits for f in fs),
+        }
+    return out
 
 
 @dataclass
@@ -93,7 +113,11 @@ class SimEngine:
     probe: QueueProbe | None = None
     clients: dict[str, TcpClient] = field(default_factory=dict)
     servers: dict[str, TcpServer] = field(default_factory=dict)
-    cm_apps: dict[str, tuple[CmPlan, BulkApp | AudioApp, SimCMHost]] = field(default_factory=dict)
+    cm_apps: dict[str, tuple[CmPlan, BulkApp | AudioApp | TcpCmApp, SimCMHost]] = field(
+        default_factory=dict
+    )
+    cm_hosts: dict[tuple[str, str], SimCMHost] = field(default_factory=dict)  # (src, dst)
+    traces: dict[str, list[tuple[float, int, int, float | None]]] = field(default_factory=dict)
     paced: dict[str, tuple[list[FlowSpec], dict[int, UdpSender], dict[int, FlowRecord]]] = field(
         default_factory=dict
     )
@@ -157,14 +181,21 @@ class SimEngine:
                 acked = min(flow.una, flow.nseg)
                 self.samples.setdefault(name, []).append((now, acked))
                 self.retrans.setdefault(name, []).append((now, flow.retransmits))
+                self.traces.setdefault(name, []).append((now, acked, flow.retransmits, None))
                 if self._flow_log is not None:
                     row = {"t": now, "flow": name, "rx_pkts": acked}
                     self._flow_log.write(json.dumps(row) + "\n")
         for a, app, host in self.cm_apps.values():
             rx = self.receivers[a.dst]
+            losses = host.loss_events()
             for name, flow in cm_flows(a, app):
-                count = rx.packets_from(host.host.ip, flow.sport)
+                if isinstance(flow, CmTcpFlow):
+                    count = min(flow.una, flow.nseg)
+                else:
+                    count = rx.packets_from(host.host.ip, flow.sport)
                 self.samples.setdefault(name, []).append((now, count))
+                row = (now, count, losses, host.flow_rate_kbps(flow.fid))
+                self.traces.setdefault(name, []).append(row)
                 if self._flow_log is not None:
                     row = {"t": now, "flow": name, "rx_pkts": count}
                     self._flow_log.write(json.dumps(row) + "\n")
@@ -221,17 +252,33 @@ class SimEngine:
         if a.dst not in self.receivers:
             core = ReceiverCore(round(plan.hosts[a.dst].ack_delay_s * 1e6))
             self.receivers[a.dst] = UdpReceiver(net.clock, net.hosts[a.dst], core)
+        mss = a.mss if a.app == "tcp" else plan.payload
         cfg = CMConfig(
-            mss=plan.payload,
+            mss=mss,
             initial_rate_Bps=a.initial_rate_kbps * 125.0,
             max_rate_Bps=100_000.0 * 125.0,
-            burst_bytes=2 * plan.payload,
+            burst_bytes=2 * mss,
+            probes_per_rtt=a.probes_per_rtt,
+            aging=a.aging,
         )
-        host = SimCMHost(net.clock, net.hosts[a.src], net.ip(a.dst), cfg)
+        # one CM per host: the apps of one src towards one dst share its macroflow
+        host = self.cm_hosts.get((a.src, a.dst))
+        if host is None or not host.runs:
+            host = SimCMHost(net.clock, net.hosts[a.src], net.ip(a.dst), cfg)
+            self.cm_hosts[(a.src, a.dst)] = host
         start_us, duration = round(a.start_s * 1e6), a.stop_s - a.start_s
-        app: BulkApp | AudioApp
+        app: BulkApp | AudioApp | TcpCmApp
         if a.app == "bulk":
-            app = BulkApp(MemoryLog(), [1.0] * a.flows, [0.0] * a.flows, 0.2, start_us=start_us)
+            joins = [i * a.stagger_s for i in range(a.flows)]
+            app = BulkApp(MemoryLog(), list(a.weights), joins, 0.2, start_us=start_us)
+            host.start(app, a.start_s, duration, 0.01)
+        elif a.app == "tcp":
+            if a.dst not in self.servers:
+                self.servers[a.dst] = TcpServer(
+                    net.clock, net.hosts[a.dst], hold_s=plan.hosts[a.dst].ack_delay_s
+                )
+            tcp = TcpConfig(mss=a.mss)
+            app = TcpCmApp(list(a.weights), a.size, tcp, a.stagger_s, start_us)
             host.start(app, a.start_s, duration, 0.01)
         else:
             log = MemoryLog()
@@ -244,8 +291,13 @@ class SimEngine:
                 audio=LayeredAudio(a.layers_kbps, a.layers_kbps[0]),
                 start_us=start_us,
             )
-            host.on_done = lambda now: log.write(audio.done(now))
-            host.start(audio, a.start_s, duration, min(0.005, a.frame_s / 4))
+            host.start(
+                audio,
+                a.start_s,
+                duration,
+                min(0.005, a.frame_s / 4),
+                on_done=lambda now: log.write(audio.done(now)),
+            )
             app = audio
         self.cm_apps[a.name] = (a, app, host)
 
@@ -351,6 +403,9 @@ class SimEngine:
     def tcp_retransmits(self) -> dict[str, list[tuple[float, int]]]:
         return {k: list(v) for k, v in self.retrans.items()}
 
+    def flow_traces(self) -> dict[str, list[tuple[float, int, int, float | None]]]:
+        return {k: list(v) for k, v in self.traces.items()}
+
     def close(self) -> dict[str, Any]:
         assert self.net is not None and self._plan is not None
         wall = time.perf_counter() - self._wall0
@@ -358,6 +413,7 @@ class SimEngine:
             self._flow_log.close()
             self._flow_log = None
         return {
+            "cm": {a.name: cm_facts(app, host) for a, app, host in self.cm_apps.values()},
             "simulated_s": round(self.net.clock.now, 3),
             "wall_s": round(wall, 2),
             "events": self.net.clock.events,

@@ -92,7 +92,8 @@ class TcpCm:
         sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, mss)
         sock.setblocking(False)
         weight = 1.0 if self.weights is None else self.weights[i]
-        conn = CmConn(i, sock, self.cm.open("", self.dst, weight, now_us=monotonic_us()))
+        fid = self.cm.open("", self.dst, weight, now_us=monotonic_us(), probed=False)
+        conn = CmConn(i, sock, fid)
         self.conns.append(conn)
         self.handle(self.cm.request(conn.fid, BIG_REQUEST, monotonic_us()))
         return conn

@@ -6,8 +6,7 @@ avoidance: +MSS x acked / cwnd), so the increase is never faster than TCP's. A l
 rate (at most once per sRTT); a timeout (persistent congestion) sets ssthresh to half the rate
 and restarts from one MSS per sRTT in slow start. While feedback is missing for more than one
 sRTT, the rate halves once, then again every *minimum* RTT (the half-life the paper found
-stable; ``aging = "srtt"`` halves every smoothed RTT instead, the paper's first choice, and
-``"off"`` never ages: Figs. 4 and 6 compare them).
+stable; ``aging_basis`` selects the sRTT or no aging instead, for the paper's Figs. 4 and 6).
 
 An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
 ``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
@@ -41,14 +40,19 @@ class AimdRate:
     # between halvings (as TCP floors its RTO), or sub-millisecond RTTs on a LAN or
     # loopback would halve the rate between any two probe responses.
     aging_floor_us: int = 10_000
-    aging: str = "min_rtt"  # half-life: "min_rtt" | "srtt" | "off"
+    # The half-life of exponential aging: "min_rtt" (the paper's choice), "srtt" (its
+    # first choice, which Fig. 6 shows is too slow once queues inflate the sRTT) or "off"
+    # (no aging: the rate holds while feedback is missing, as in Fig. 4's runs).
+    aging_basis: str = "min_rtt"
     agings: int = 0
     losses: int = 0
     timeouts: int = 0
 
     def __post_init__(self) -> None:
-        if self.aging not in AGING_MODES:
-            raise ValueError(f"aging must be one of {', '.join(AGING_MODES)}, not {self.aging!r}")
+        if self.aging_basis not in AGING_MODES:
+            raise ValueError(
+                f"aging must be one of {', '.join(AGING_MODES)}, not {self.aging_basis!r}"
+            )
         if self.rate_Bps <= 0:
             self.rate_Bps = self.initial_rate_Bps
         self._clamp()
@@ -138,11 +142,11 @@ class AimdRate:
         if self.aging_next_us is None:
             self.aging_next_us = now_us + self._aging_wait_us()
             return 0
-        if not active or self.aging == "off":
+        if not active or self.aging_basis == "off":
             self.aging_next_us = max(self.aging_next_us, now_us + self._aging_wait_us())
             return 0
-        half_life = self.min_rtt_us if self.aging == "min_rtt" else int(self.srtt_us)
         n = 0
+        half_life = self.min_rtt_us if self.aging_basis == "min_rtt" else int(self.srtt_us)
         while now_us >= self.aging_next_us:
             self.rate_Bps = max(self.min_rate_Bps, self.rate_Bps / 2.0)
             self.aging_next_us += max(1, half_life, self.aging_floor_us)

@@ -70,11 +70,11 @@ class CMConfig:
     max_rate_Bps: float = 125_000_000.0
     init_rtt_us: int = 100_000
     probes_per_rtt: float = 2.0
-    aging: str = "min_rtt"  # exponential aging's half-life: "min_rtt" | "srtt" | "off"
     probing: bool = True
     burst_bytes: int = 2400
     change_rate_threshold: float = 0.05
     loss_threshold: float = 0.0
+    aging: str = "min_rtt"  # exponential aging's half-life: "min_rtt", "srtt" or "off"
 
 
 @dataclass(slots=True)
@@ -88,6 +88,7 @@ class _Flow:
     reported_Bps: float | None = None
     granted: int = 0
     sent: int = 0
+    probed: bool = True  # its bytes count in probes (False: it reports via update)
 
 
 @dataclass(slots=True)
@@ -101,7 +102,7 @@ class Macroflow:
     last_credit_us: int | None = None
     sent_since_feedback: int = 0
     next_probe_us: int | None = None
-    last_sent_us: int | None = None
+    last_sent_us: int | None = None  # the last send of a probed flow
 
     @property
     def rate_Bps(self) -> float:
@@ -124,7 +125,11 @@ class CongestionManager:
         app_notify: AppNotifyCb | None = None,
         change_rate: ChangeRateCb | None = None,
         now_us: int = 0,
+        probed: bool = True,
     ) -> int:
+        """``probed=False``: the flow's application reports feedback itself (``update``,
+        as TCP/CM does from its acks); its bytes stay out of the probes' counts (the
+        receiver agent counts only the probed flows' packets) and it starts no probing."""
         if not weight > 0:
             raise ValueError("weight must be > 0")
         mf = self.macroflows.get(dst)
@@ -136,11 +141,11 @@ class CongestionManager:
                 min_rate_Bps=c.min_rate_Bps,
                 max_rate_Bps=c.max_rate_Bps,
                 init_rtt_us=c.init_rtt_us,
-                aging=c.aging,
+                aging_basis=c.aging,
             )
             mf = self.macroflows[dst] = Macroflow(dst, aimd, HierarchicalRoundRobin())
         fid = next(self._ids)
-        self.flows[fid] = _Flow(fid, src, dst, weight, app_notify, change_rate)
+        self.flows[fid] = _Flow(fid, src, dst, weight, app_notify, change_rate, probed=probed)
         mf.flows.add(fid)
         mf.sched.add(fid, weight)
         self._dispatch(self._rate_changes(mf))
@@ -160,10 +165,11 @@ class CongestionManager:
             raise ValueError("nsent must be >= 0")
         mf = self.macroflows[flow.dst]
         flow.sent += nsent
-        mf.probes.on_sent(nsent)
         mf.sent_since_feedback += nsent
-        if nsent:
-            mf.last_sent_us = now_us
+        if flow.probed:
+            mf.probes.on_sent(nsent)
+            if nsent:
+                mf.last_sent_us = now_us
         return self.tick(now_us)
 
     def update(

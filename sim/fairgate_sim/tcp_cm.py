@@ -1,0 +1,138 @@
+"""TCP/CM in the simulator (CM paper, section 3.2.1): the simulator's TCP (Reno with NewReno
+partial acks, ``tcp.TcpFlow``) with its congestion control handed to the Congestion Manager.
+
+What changes against ``TcpFlow``, as the paper describes TCP/CM:
+- *when* a segment leaves is the CM's decision: new data and go-back-N resends leave only
+  on a grant (``app_notify``), one segment per grant of up to one MSS; TCP's congestion
+  window is never consulted (``_push`` looks at the receive window only), so it cannot be
+  the binding limit (``cwnd_limited`` counts the pushes a Reno window would have stopped,
+  to show it);
+- every ack is reported to the CM (``cm_update``): bytes newly acknowledged, the RTT
+  sample TCP took (Karn's rule, one per flight), ``loss_occurred`` when TCP starts a fast
+  retransmit, ``persistent`` on a retransmission timeout;
+- every segment sent is reported with ``cm_notify`` (fast and NewReno retransmissions,
+  which loss recovery sends at once as in the paper, included).
+Loss recovery (duplicate acks, NewReno partial acks, RTO with back-off) is TCP's own and
+unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from fairgate_sim.tcp import TcpFlow
+
+
+class CmPort(Protocol):
+    """What a TCP/CM flow asks of its host's CM (``cmhost.SimCMHost``)."""
+
+    def tcp_request(self, flow: CmTcpFlow, nbytes: int) -> None: ...
+
+    def tcp_sent(self, flow: CmTcpFlow, nbytes: int) -> None: ...
+
+    def tcp_feedback(
+        self, flow: CmTcpFlow, nrecd: int, loss: bool, rtt_us: int | None, persistent: bool
+    ) -> None: ...
+
+
+BIG_REQUEST = 1 << 40
+
+
+@dataclass(eq=False)
+class CmTcpFlow(TcpFlow):
+    """One TCP/CM connection; ``cm`` and ``fid`` are set by the host before ``start``."""
+
+    cm: CmPort | None = None
+    fid: int = 0
+    allowance: int = 0  # bytes granted and not yet used
+    grants: int = 0
+    unused_grants: int = 0  # grants with nothing to send (reported as cm_notify(0))
+    cwnd_limited: int = 0  # pushes past what a Reno cwnd would have allowed
+    losses_reported: int = 0
+    requested: bool = False
+    _in_event: bool = False
+
+    def _seg_len(self, i: int) -> int:
+        if i >= self.nseg:
+            return 0  # the FIN
+        return min(self.cfg.mss, self.size - i * self.cfg.mss)
+
+    def _push(self) -> None:
+        """Send what the receive window and the CM's grants allow (never the cwnd)."""
+        if self.state != "established":
+            return
+        rwnd = max(1, self.snd_wnd // self.cfg.mss)
+        limit = self.una + rwnd
+        if not self.requested and self.nxt <= self.nseg and self.cm is not None:
+            self.requested = True
+            self.cm.tcp_request(self, BIG_REQUEST)
+        while self.nxt <= self.nseg and self.nxt < limit:
+            need = self._seg_len(self.nxt)
+            if need > 0 and self.allowance < need:
+                break
+            if self.nxt >= self.una + max(1, int(self.cwnd)):
+                self.cwnd_limited += 1
+            self.allowance -= need
+            self._send_segment(self.nxt)
+            self.nxt += 1
+            if need and self.cm is not None:
+                self.cm.tcp_sent(self, need)
+
+    def _send_segment(self, i: int) -> None:
+        retrans = i < self.high and i != self.nxt
+        super()._send_segment(i)
+        # loss recovery's own resends (fast retransmit, NewReno partial acks) leave at
+        # once; the CM is told what went out
+        if retrans and self.cm is not None and self._seg_len(i):
+            self.cm.tcp_sent(self, self._seg_len(i))
+
+    def on_grant(self, nbytes: int) -> None:
+        """``app_notify(nbytes)``: send up to ``nbytes`` (one segment)."""
+        self.grants += 1
+        self.allowance += nbytes
+        self._push()
+        if not self._sendable():
+            self.unused_grants += 1
+            self.allowance = 0  # nothing to send: the grant lapses (cm_notify(0))
+            if self.cm is not None:
+                self.cm.tcp_sent(self, 0)
+        else:  # a grant smaller than the segment: keep it for the next one
+            self.allowance = min(self.allowance, 2 * self.cfg.mss)
+
+    def _sendable(self) -> bool:
+        """Whether a segment waits for a grant (data left inside the receive window)."""
+        rwnd = max(1, self.snd_wnd // self.cfg.mss)
+        return self.state == "established" and self.nxt < self.nseg and self.nxt < self.una + rwnd
+
+    def _on_ack(self, a: int, dup_ok: bool) -> None:
+        una, fr = self.una, self.fast_retransmits
+        timing = self._timing
+        rtt_us = None
+        if a > una and timing is not None and a > timing[0]:
+            rtt_us = round((self.clock.now - timing[1]) * 1e6)
+        super()._on_ack(a, dup_ok)
+        if self.cm is None:
+            return
+        loss = self.fast_retransmits > fr
+        newly = max(0, min(a, self.nseg) - una) * self.cfg.mss
+        if loss:
+            self.losses_reported += 1
+        self.cm.tcp_feedback(self, min(newly, self.size), loss, rtt_us, False)
+
+    def _on_timer(self) -> None:
+        timeouts = self.timeouts
+        super()._on_timer()
+        if self.timeouts > timeouts and self.cm is not None and self.state == "established":
+            self.losses_reported += 1
+            self.cm.tcp_feedback(self, 0, True, None, True)
+
+    def abort(self) -> None:
+        """The app stops: the flow ends as ``interrupted`` and sends nothing more."""
+        if self.state != "done":
+            self.state = "done"
+            self.outcome = "interrupted"
+            self.end_s = self.clock.now
+            self.timer.cancel()
+            if self.sport:
+                self.host.unbind(self.sport)
