@@ -63,4 +63,5 @@ def test_grants_set_the_rate_and_the_kernel_window_never_binds() -> None:
     for c in app.conns:
         assert c.trace.samples > 200
         assert c.trace.cwnd_bound == 0, c.trace.as_json()
-        assert c.written - c.acked <= 4 * 1448  # nothing queued ahead in the kernel
+        # the kernel never held more than a grant or two unsent (TCP_NOTSENT_LOWAT)
+        assert c.trace.max_notsent <= 2 * 1448, c.trace.as_json()
