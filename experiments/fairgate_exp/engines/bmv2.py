@@ -127,11 +127,13 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
     return out
 
 
-def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
+def cm_command(
+    plan: Plan, app: CmPlan, now_s: float, log: Path, kernel_cc: str = "auto"
+) -> list[str]:
     """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
     the same app: UDP payload = the plan's payload (TCP/CM: the file's mss), macroflow cap
     100 Mbit/s, the audio app's bulk flows joining at once; weights, stagger, aging and
-    probes per RTT as the file says."""
+    probes per RTT as the file says; TCP/CM's sockets on ``kernel_cc``."""
     duration = app.stop_s - max(app.start_s, now_s)
     dst = plan.hosts[app.dst].ip
     weights = ",".join(f"{w:g}" for w in app.weights) if app.weights else None
@@ -140,7 +142,7 @@ def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
         cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
         cmd += ["--mss", str(app.mss), "--initial-rate", f"{app.initial_rate_kbps:g}"]
         cmd += ["--max-rate", "100000", "--aging", app.aging, "--log", str(log)]
-        cmd += ["--stagger", f"{app.stagger_s:g}"]
+        cmd += ["--stagger", f"{app.stagger_s:g}", "--kernel-cc", kernel_cc]
         return [*cmd, "--weights", weights] if weights else cmd
     cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", dst]
     cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
@@ -242,6 +244,8 @@ class Bmv2Engine:
     bulk: dict[str, TcpPlan] = field(default_factory=dict)  # bulk flow name -> generator
     cm_apps: list[CmPlan] = field(default_factory=list)
     tcpcm_hosts: set[str] = field(default_factory=set)
+    tcpcm_cc: str = "auto"
+    tcpcm_cc_note: str | None = None
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -282,6 +286,8 @@ class Bmv2Engine:
         for g in plan.tcp:  # the TCP servers, before time 0
             if not g.paced(algo) and g.dst not in self.servers:
                 self._start_server(g)
+        if any(a.app == "tcp" for a in plan.cm):
+            self._kernel_cc(run_dir)
         for a in plan.cm:  # TCP/CM: the sinks, and hosts whose kernel window never binds
             if a.app != "tcp":
                 continue
@@ -362,6 +368,20 @@ class Bmv2Engine:
         self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
         self.clients[gen.name] = start
 
+    def _kernel_cc(self, run_dir: Path) -> None:
+        """TCP/CM's sockets run fg_cm (a BPF congestion control whose window never
+        binds; ``fairgate_hosts.kernel_cc``), registered here if need be. Without it they
+        fall back to the hosts' Reno with a huge initial window, and the run's facts say
+        so (the kernel trace then shows where Reno's window bound)."""
+        from fairgate_hosts import kernel_cc
+
+        try:
+            kernel_cc.register(run_dir / "fg_cm")
+            self.tcpcm_cc = kernel_cc.NAME
+        except kernel_cc.KernelCCError as exc:
+            self.tcpcm_cc = "reno"
+            self.tcpcm_cc_note = f"fg_cm unavailable ({exc}): Reno with initcwnd 2^30"
+
     def _start_server(self, gen: TcpPlan) -> None:
         self._start_server_on(gen.dst, gen.max_open)
 
@@ -410,12 +430,12 @@ class Bmv2Engine:
         return {name: self._bulk_series(name)[1] for name in self.bulk}
 
     def start_cm(self, app: CmPlan) -> None:
-        """The hosts' CM app (``fairgate_hosts.apps.bulk`` / ``.audio``, an in-process
-        Congestion Manager) on ``app.src``, as the simulator engine drives the same apps:
-        MSS = the plan's payload, macroflow cap 100 Mbit/s, audio's bulk flows join at 0."""
+        """The hosts' CM app (``fairgate_hosts.apps.bulk`` / ``.audio`` / ``.tcpcm``, each
+        an in-process Congestion Manager) on ``app.src``, as ``cm_command`` says."""
         assert self.ctx is not None and self.procs is not None and self._plan is not None
         assert self.net is not None
-        cmd = cm_command(self._plan, app, self.now(), self.ctx.log_path(f"cm-{app.name}"))
+        log = self.ctx.log_path(f"cm-{app.name}")
+        cmd = cm_command(self._plan, app, self.now(), log, self.tcpcm_cc)
         self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
         self.cm_apps.append(app)
 
@@ -478,6 +498,7 @@ class Bmv2Engine:
                 out[a.name] = {"error": "no done line in the TCP/CM log"}
                 continue
             out[a.name] = {
+                "kernel_cc": done.get("kernel_cc"),
                 "polls": done["polls"],
                 "cwnd_bound_polls": done["cwnd_bound_polls"],
                 "cwnd_bound_open_polls": done["cwnd_bound_open_polls"],
@@ -630,6 +651,7 @@ class Bmv2Engine:
         kernel = self.tcpcm_kernel()
         if kernel:
             facts["tcpcm_kernel"] = kernel
+            facts["tcpcm_kernel_cc"] = self.tcpcm_cc_note or self.tcpcm_cc
         if self._plan is not None and any(
             g.hold_s > 0 and not g.paced(self._algo) for g in self._plan.tcp
         ):

@@ -38,6 +38,7 @@ from typing import Any
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.cm.aimd import AGING_MODES
 from fairgate_hosts.cm.core import AppNotify, CMConfig, CongestionManager, Event
+from fairgate_hosts.kernel_cc import current_default, resolve_kernel_cc
 from fairgate_hosts.kernel_tcp import (
     TCP_CA_LOSS,
     TCP_CA_RECOVERY,
@@ -80,6 +81,7 @@ class TcpCm:
     flows_n: int = 1
     weights: list[float] | None = None
     feedback_us: int = 5_000
+    kernel_cc: str | None = None  # the sockets' TCP_CONGESTION (None: the host's default)
     conns: list[CmConn] = field(default_factory=list)
     sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
 
@@ -87,7 +89,15 @@ class TcpCm:
         """Connect the next connection, open its CM flow and request unlimited data."""
         i = len(self.conns)
         mss = self.cm.cfg.mss
-        sock = socket.create_connection((self.dst, self.port), timeout=timeout_s)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if self.kernel_cc is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.kernel_cc.encode())
+        sock.settimeout(timeout_s)
+        try:
+            sock.connect((self.dst, self.port))
+        except OSError:
+            sock.close()
+            raise
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, mss)
         sock.setblocking(False)
@@ -243,6 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stagger", type=float, default=0.0, help="connection i opens at i x S s")
     p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
     p.add_argument("--feedback-ms", type=float, default=5.0, help="TCP_INFO poll period")
+    p.add_argument(
+        "--kernel-cc",
+        default="auto",
+        help="the sockets' kernel congestion control: auto (fg_cm when registered, see "
+        "fairgate_hosts.kernel_cc, else the host's default), or a name",
+    )
     p.add_argument("--duration", type=float, default=10.0, help="seconds")
     p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
@@ -274,7 +290,11 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
             aging=args.aging,
         )
     )
-    app = TcpCm(args.dst, args.port, cm, args.flows, _weights(args), int(args.feedback_ms * 1000))
+    kcc = resolve_kernel_cc(args.kernel_cc)
+    app = TcpCm(
+        args.dst, args.port, cm, args.flows, _weights(args), int(args.feedback_ms * 1000), kcc
+    )
+    log.write({"type": "kernel_cc", "name": kcc or current_default()})
     start = monotonic_us()
     stagger_us = int(args.stagger * 1e6)
     end = start + int(args.duration * 1e6)
@@ -324,6 +344,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
             "cm": None
             if mf is None
             else {"losses": mf.aimd.losses, "timeouts": mf.aimd.timeouts, "agings": mf.aimd.agings},
+            "kernel_cc": kcc or current_default(),
             "cwnd_bound_polls": sum(c.trace.cwnd_bound for c in app.conns),
             "cwnd_bound_open_polls": sum(c.trace.cwnd_bound_open for c in app.conns),
             "polls": sum(c.trace.samples for c in app.conns),
