@@ -19,6 +19,7 @@ from fairgate_exp.metrics import (
     goodput_ratio,
     jain,
     judge,
+    loss_rate,
     mean_in,
     port_rows,
     retrans_in,
@@ -282,9 +283,10 @@ def run(
             plots += plot_tcp(run_dir, plan, tcp_rows)
         plots += plot_bulk(run_dir, plan, per_algo)
         if trace_rows:
-            from fairgate_exp.plot import plot_traces
+            from fairgate_exp.plot import plot_losses, plot_traces
 
             plots += plot_traces(run_dir, plan, trace_rows, port_rows_all)
+            plots += plot_losses(run_dir, plan, per_algo)
         summary["plots"] = [p.name for p in plots]
         records.write_json(run_dir / "summary.json", summary)
     except ImportError as exc:  # matplotlib is pinned; say so rather than fail the run
@@ -357,6 +359,7 @@ def _algo_summary(plan: Plan, res: dict[str, Any]) -> dict[str, Any]:
                     "queue_pkts": round(mean_q, 2),
                     "queue_sd_pkts": round((sum((x - mean_q) ** 2 for x in q) / len(q)) ** 0.5, 2),
                     "drops": window_drops(rs),
+                    "loss_rate": None if (lr := loss_rate(rs)) is None else round(lr, 5),
                 }
         out["windows"][label] = {"window_s": [t0, t1], "flows": flows, "ports": ports}
     run = out["windows"]["run"]

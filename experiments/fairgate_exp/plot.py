@@ -189,3 +189,40 @@ def plot_traces(
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return [out]
+
+
+def plot_losses(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Path]:
+    """Loss rate (drops over arrivals, after warm-up) of each measured port, labelled with
+    the CM apps whose receiver it serves (the CM paper's Fig. 4: loss vs feedback
+    frequency; Fig. 6: aging's half-life), when the run has CM apps and several ports."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not plan.cm or len(plan.measured) < 2:
+        return []
+    labels = [plan.ports[k].label for k in plan.measured]
+    names = {}
+    for lab in labels:
+        apps = [
+            f"{a.name} ({a.probes_per_rtt:g}/RTT, aging {a.aging})"
+            for a in plan.cm
+            if lab.endswith("->" + a.dst)
+        ]
+        names[lab] = "\n".join([lab, *apps])
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 4))
+    width = 0.8 / max(1, len(per_algo))
+    for k, (algo, res) in enumerate(per_algo.items()):
+        vals = [(res.get("ports", {}).get(lab) or {}).get("loss_rate") or 0.0 for lab in labels]
+        ax.bar([i + k * width for i in range(len(labels))], vals, width, label=algo)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))], [names[x] for x in labels])
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_ylabel("loss rate after warm-up")
+    ax.set_title(f"{plan.name}: loss rate per bottleneck")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = run_dir / f"{plan.name}-loss.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return [out]

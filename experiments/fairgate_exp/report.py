@@ -286,8 +286,10 @@ def _figure_rows(
         figures += [
             (f"{p} queue (pkt)", port_fig(p, "queue")),
             (f"{p} drops", port_fig(p, "drops")),
+            (f"{p} loss rate", port_fig(p, "loss_rate")),
             (f"{p} utilisation", port_fig(p, "util")),
         ]
+    figures += _cm_figures(by)
     if bulk:
         figures += [
             ("TCP Jain (goodput)", lambda r: (r.get("tcp_flows") or {}).get("jain")),
@@ -309,6 +311,47 @@ def _figure_rows(
             v = get(by[(eng, scale)]["results"][algo])
             cells.append(_fmt(v) if v is not None else "-")
         out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _cm_figures(by: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, Any]]:
+    """The CM apps' own counters from the engine's facts (the simulator's): the
+    macroflow's rate halvings on loss, timeouts and agings, TCP/CM's grants and the
+    segments a Reno window would have held back, the audio's rate and layers."""
+    apps: list[str] = []
+    for s in by.values():
+        for res in s["results"].values():
+            apps += [a for a in (res.get("engine") or {}).get("cm", {}) if a not in apps]
+    keys = [
+        ("losses", "CM rate halvings on loss"),
+        ("timeouts", "CM timeouts"),
+        ("agings", "CM agings"),
+        ("segments_past_reno_cwnd", "TCP/CM segments past a Reno cwnd"),
+        ("grants", "TCP/CM grants"),
+    ]
+    out: list[tuple[str, Any]] = []
+    for a in apps:
+
+        def fact(res: dict[str, Any], a: str = a, key: str = "") -> Any:
+            cm = (res.get("engine") or {}).get("cm", {}).get(a, {})
+            if key.startswith("audio."):
+                return (cm.get("audio") or {}).get(key[6:])
+            return cm.get(key)
+
+        for key, label in keys:
+            if any(
+                fact(r, key=key) is not None for s in by.values() for r in s["results"].values()
+            ):
+                out.append((f"{a}: {label}", lambda r, k=key, f=fact: f(r, key=k)))
+        audio = [
+            ("audio.sent_kbps", "audio kbit/s"),
+            ("audio.seconds_per_layer", "audio s per layer (kbit/s)"),
+        ]
+        for key, label in audio:
+            if any(
+                fact(r, key=key) is not None for s in by.values() for r in s["results"].values()
+            ):
+                out.append((f"{a}: {label}", lambda r, k=key, f=fact: f(r, key=k)))
     return out
 
 

@@ -18,7 +18,7 @@ unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from fairgate_sim.tcp import TcpFlow
@@ -37,6 +37,7 @@ class CmPort(Protocol):
 
 
 BIG_REQUEST = 1 << 40
+ABC_LIMIT = 2  # segments an ack may count (RFC 3465, L = 2 SMSS)
 
 
 @dataclass(eq=False)
@@ -51,7 +52,8 @@ class CmTcpFlow(TcpFlow):
     cwnd_limited: int = 0  # pushes past what a Reno cwnd would have allowed
     losses_reported: int = 0
     requested: bool = False
-    _in_event: bool = False
+    rtx: list[int] = field(default_factory=list)  # resends loss recovery asked for
+    _sending: bool = False
 
     def _seg_len(self, i: int) -> int:
         if i >= self.nseg:
@@ -67,6 +69,17 @@ class CmTcpFlow(TcpFlow):
         if not self.requested and self.nxt <= self.nseg and self.cm is not None:
             self.requested = True
             self.cm.tcp_request(self, BIG_REQUEST)
+        while self.rtx and self.allowance >= self._seg_len(self.rtx[0]):
+            i = self.rtx.pop(0)
+            if i < self.una:
+                continue  # acknowledged meanwhile
+            need = self._seg_len(i)
+            self.allowance -= need
+            self._sending = True
+            super()._send_segment(i)
+            self._sending = False
+            if need and self.cm is not None:
+                self.cm.tcp_sent(self, need)
         while self.nxt <= self.nseg and self.nxt < limit:
             need = self._seg_len(self.nxt)
             if need > 0 and self.allowance < need:
@@ -74,18 +87,21 @@ class CmTcpFlow(TcpFlow):
             if self.nxt >= self.una + max(1, int(self.cwnd)):
                 self.cwnd_limited += 1
             self.allowance -= need
+            self._sending = True
             self._send_segment(self.nxt)
+            self._sending = False
             self.nxt += 1
             if need and self.cm is not None:
                 self.cm.tcp_sent(self, need)
 
     def _send_segment(self, i: int) -> None:
-        retrans = i < self.high and i != self.nxt
-        super()._send_segment(i)
-        # loss recovery's own resends (fast retransmit, NewReno partial acks) leave at
-        # once; the CM is told what went out
-        if retrans and self.cm is not None and self._seg_len(i):
-            self.cm.tcp_sent(self, self._seg_len(i))
+        if self._sending or self.cm is None:
+            super()._send_segment(i)
+            return
+        # loss recovery (fast retransmit, NewReno partial acks) chose what to resend; the
+        # CM decides when: it takes the flow's next grant, ahead of new data
+        if i not in self.rtx:
+            self.rtx.append(i)
 
     def on_grant(self, nbytes: int) -> None:
         """``app_notify(nbytes)``: send up to ``nbytes`` (one segment)."""
@@ -103,10 +119,12 @@ class CmTcpFlow(TcpFlow):
     def _sendable(self) -> bool:
         """Whether a segment waits for a grant (data left inside the receive window)."""
         rwnd = max(1, self.snd_wnd // self.cfg.mss)
-        return self.state == "established" and self.nxt < self.nseg and self.nxt < self.una + rwnd
+        if self.state != "established":
+            return False
+        return bool(self.rtx) or (self.nxt < self.nseg and self.nxt < self.una + rwnd)
 
     def _on_ack(self, a: int, dup_ok: bool) -> None:
-        una, fr = self.una, self.fast_retransmits
+        una, fr, recovering = self.una, self.fast_retransmits, self.in_recovery
         timing = self._timing
         rtt_us = None
         if a > una and timing is not None and a > timing[0]:
@@ -115,10 +133,15 @@ class CmTcpFlow(TcpFlow):
         if self.cm is None:
             return
         loss = self.fast_retransmits > fr
-        newly = max(0, min(a, self.nseg) - una) * self.cfg.mss
+        # bytes newly acknowledged, counted as RFC 3465's byte counting does (at most
+        # L = 2 segments per ack): the cumulative ack that closes a recovery covers data
+        # delivered long before, and must not grow the CM's rate in one step
+        newly = min(max(0, min(a, self.nseg) - una), ABC_LIMIT) * self.cfg.mss
+        if recovering:
+            newly = 0  # as NewReno's window, the CM's rate does not grow in fast recovery
         if loss:
             self.losses_reported += 1
-        self.cm.tcp_feedback(self, min(newly, self.size), loss, rtt_us, False)
+        self.cm.tcp_feedback(self, newly, loss, rtt_us, False)
 
     def _on_timer(self) -> None:
         timeouts = self.timeouts

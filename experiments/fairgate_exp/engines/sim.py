@@ -99,6 +99,17 @@ def cm_facts(app: BulkApp | AudioApp | TcpCmApp, host: SimCMHost) -> dict[str, A
             "rto_timeouts": sum(f.timeouts for f in fs),
             "retransmits": sum(f.retransmits for f in fs),
         }
+    if isinstance(app, AudioApp) and isinstance(app.log, MemoryLog):
+        done = next((r for r in reversed(app.log.records) if r.get("type") == "done"), None)
+        if done is not None:  # the audio's own account: bytes sent and time per layer
+            secs = max(1e-6, float(done["t_s"]))
+            out["audio"] = {
+                "sent_kbps": round(done["sent_bytes"] * 8 / secs / 1000, 2),
+                "seconds_per_layer": done["seconds_per_layer"],
+                "layer_changes": done["layer_changes"],
+                "frames": done["frames"],
+                "frames_skipped": done["frames_skipped"],
+            }
     return out
 
 

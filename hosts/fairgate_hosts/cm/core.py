@@ -89,6 +89,7 @@ class _Flow:
     granted: int = 0
     sent: int = 0
     probed: bool = True  # its bytes count in probes (False: it reports via update)
+    feedback_us: int | None = None  # its last update() other than a timeout
 
 
 @dataclass(slots=True)
@@ -191,6 +192,19 @@ class CongestionManager:
             mf.aimd.set_explicit(None if unlimited else explicit_rate_kbps * 125.0)
         if rtt_us is not None and rtt_us <= 0:
             rtt_us = None
+        others = [
+            self.flows[f].feedback_us
+            for f in mf.flows
+            if f != fid and self.flows[f].feedback_us is not None
+        ]
+        if persistent and others and now_us - max(others) < mf.aimd.srtt_us:  # type: ignore[type-var]
+            # one flow timed out while another flow of the macroflow got feedback within
+            # the last sRTT: the path is not silent, so this is a loss, not persistent
+            # congestion (the CM keeps congestion state for the ensemble; the RTO of a
+            # flow that sends sparsely, its share being small, says little about the path)
+            persistent, loss_occurred = False, True
+        if not persistent:
+            flow.feedback_us = now_us
         if persistent:
             mf.aimd.on_timeout(now_us)
             mf.aimd.mark_feedback(now_us)
