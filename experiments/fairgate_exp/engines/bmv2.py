@@ -128,12 +128,18 @@ def tcp_sysctls(plan: Plan) -> dict[str, str]:
 
 
 def cm_command(
-    plan: Plan, app: CmPlan, now_s: float, log: Path, kernel_cc: str = "auto"
+    plan: Plan,
+    app: CmPlan,
+    now_s: float,
+    log: Path,
+    kernel_cc: str = "auto",
+    tcp: tuple[CmPlan, Path] | None = None,
 ) -> list[str]:
     """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
     the same app: UDP payload = the plan's payload (TCP/CM: the file's mss), macroflow cap
     100 Mbit/s, the audio app's bulk flows joining at once; weights, stagger, aging and
-    probes per RTT as the file says; TCP/CM's sockets on ``kernel_cc``."""
+    probes per RTT as the file says; TCP/CM's sockets on ``kernel_cc``. ``tcp``: a TCP/CM
+    app (and its log) that this audio app runs on its CM."""
     duration = app.stop_s - max(app.start_s, now_s)
     dst = plan.hosts[app.dst].ip
     weights = ",".join(f"{w:g}" for w in app.weights) if app.weights else None
@@ -156,21 +162,38 @@ def cm_command(
         return [*cmd, "--weights", weights] if weights and app.flows else cmd
     cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
     cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
-    return [*cmd, "--frame-ms", f"{app.frame_s * 1000:g}"]
+    cmd += ["--frame-ms", f"{app.frame_s * 1000:g}"]
+    if tcp is not None:
+        cmd += ["--tcp-flows", str(tcp[0].flows), "--tcp-log", str(tcp[1])]
+        cmd += ["--kernel-cc", kernel_cc]
+    return cmd
 
 
-def cm_shared_hosts(plan: Plan) -> None:
+def cm_shared_hosts(plan: Plan) -> dict[str, str]:
     """The file's apps of one host share one CM; on BMv2 every app is its own process with
-    its own CM, which is the same only when no two apps of a host overlap in time towards
-    one destination (one macroflow). Refuse the rest."""
+    its own CM. Two apps of a host overlapping in time towards one destination (one
+    macroflow) run in one process when they are an audio app and TCP/CM apps with the
+    same start and stop (Fig. 10: ``apps.audio --tcp-flows``); returns TCP/CM app ->
+    the audio app that runs it. Any other overlap is refused."""
+    hosted: dict[str, str] = {}
     for i, a in enumerate(plan.cm):
         for b in plan.cm[i + 1 :]:
-            if a.src == b.src and a.dst == b.dst and a.start_s < b.stop_s and b.start_s < a.stop_s:
-                raise ValueError(
-                    f"bmv2 engine: cm apps {a.name} and {b.name} share {a.src}'s macroflow to "
-                    f"{b.dst} at the same time; on BMv2 each app has its own CM (run them "
-                    "one after the other, or in the simulator)"
-                )
+            if a.src != b.src or a.dst != b.dst or a.start_s >= b.stop_s or b.start_s >= a.stop_s:
+                continue
+            pair = {a.app: a, b.app: b}
+            same = (a.start_s, a.stop_s) == (b.start_s, b.stop_s)
+            if set(pair) == {"audio", "tcp"} and same and pair["tcp"].name not in hosted:
+                hosted[pair["tcp"].name] = pair["audio"].name
+                continue
+            raise ValueError(
+                f"bmv2 engine: cm apps {a.name} and {b.name} share {a.src}'s macroflow to "
+                f"{b.dst} at the same time; on BMv2 each app has its own CM except audio "
+                "with TCP/CM apps of the same start and stop (run them one after the "
+                "other, or in the simulator)"
+            )
+    if len(set(hosted.values())) < len(hosted):
+        raise ValueError("bmv2 engine: one audio app can host one TCP/CM app")
+    return hosted
 
 
 # segments: TCP/CM's kernel window starts far above any CM window; every loss recovery
@@ -434,10 +457,21 @@ class Bmv2Engine:
         an in-process Congestion Manager) on ``app.src``, as ``cm_command`` says."""
         assert self.ctx is not None and self.procs is not None and self._plan is not None
         assert self.net is not None
-        log = self.ctx.log_path(f"cm-{app.name}")
-        cmd = cm_command(self._plan, app, self.now(), log, self.tcpcm_cc)
-        self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
         self.cm_apps.append(app)
+        hosted = cm_shared_hosts(self._plan)
+        if app.name in hosted:  # runs inside its audio app's process
+            return
+        tcp = next(
+            (
+                (t, self.ctx.log_path(f"cm-{t.name}"))
+                for t in self._plan.cm
+                if hosted.get(t.name) == app.name
+            ),
+            None,
+        )
+        log = self.ctx.log_path(f"cm-{app.name}")
+        cmd = cm_command(self._plan, app, self.now(), log, self.tcpcm_cc, tcp)
+        self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
 
     def _cm_peers(self) -> dict[str, str]:
         """``ip:sport`` -> recorded name of every UDP flow the CM apps opened."""

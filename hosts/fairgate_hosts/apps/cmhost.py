@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import selectors
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from fairgate_hosts.agentio import monotonic_us
-from fairgate_hosts.cm.core import AppNotify, ChangeRate, CMConfig, CongestionManager, SendProbe
+from fairgate_hosts.cm.core import (
+    AppNotify,
+    ChangeRate,
+    CMConfig,
+    CongestionManager,
+    Event,
+    SendProbe,
+)
 from fairgate_hosts.wire import RATE_UNLIMITED, u32
 from fairgate_p4 import generated as g
 from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
@@ -56,6 +64,9 @@ class CMHost:
     sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
     probes_sent: int = 0
     send_errors: int = 0
+    # Grants for flows that are not this host's UDP flows (TCP/CM connections sharing
+    # the CM, apps.audio --tcp-flows): handed over, the notifies' events come back.
+    foreign_grant: Callable[[int, int, int], list[Event]] | None = None
     _notify: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -123,7 +134,7 @@ class CMHost:
         return out
 
     # ------------------------------------------------------------------ loop
-    def _handle(self, events: list[object], app: CMApp, now_us: int) -> None:
+    def _handle(self, events: list[Event], app: CMApp, now_us: int) -> None:
         todo = list(events)
         while todo:
             # Probes first: a probe's byte count was taken when the CM made it, before
@@ -131,9 +142,12 @@ class CMHost:
             # would trail bytes it does not count, and the receiver (which counts what
             # arrives before the probe) would make the next interval look lossy.
             todo.sort(key=lambda ev: not isinstance(ev, SendProbe))
+            more: list[Event] = []
             for ev in todo:
                 if isinstance(ev, AppNotify) and ev.flow in self.flows:
                     app.on_grant(self, self.flows[ev.flow], ev.nbytes, now_us)
+                elif isinstance(ev, AppNotify) and self.foreign_grant is not None:
+                    more += self.foreign_grant(ev.flow, ev.nbytes, now_us)
                 elif isinstance(ev, ChangeRate) and ev.flow in self.flows:
                     self.flows[ev.flow].rate_Bps = ev.rate_Bps
                     app.on_rate(self, self.flows[ev.flow], ev.rate_Bps, now_us)
@@ -143,7 +157,7 @@ class CMHost:
                         self.probes_sent += 1
                     except OSError:
                         self.send_errors += 1
-            todo = []
+            todo = list(more)
             pending, self._notify = self._notify, []
             for fid, n in pending:
                 if fid in self.cm.flows:

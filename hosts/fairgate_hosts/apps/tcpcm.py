@@ -32,6 +32,7 @@ import selectors
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,9 @@ class TcpCm:
     weights: list[float] | None = None
     feedback_us: int = 5_000
     kernel_cc: str | None = None  # the sockets' TCP_CONGESTION (None: the host's default)
+    # Where the CM's events go when this is not the CM's only user (apps.audio shares its
+    # CM with TCP/CM connections): that host hands the TCP grants back to ``on_grant``.
+    route: Callable[[list[Event]], None] | None = None
     conns: list[CmConn] = field(default_factory=list)
     sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
 
@@ -114,8 +118,23 @@ class TcpCm:
             self.join(timeout_s)
 
     # ------------------------------------------------------------------ grants
+    def on_grant(self, fid: int, nbytes: int, now_us: int) -> list[Event]:
+        """One grant of a shared CM: write it; returns the events of its ``cm_notify``."""
+        conn = next((c for c in self.conns if c.fid == fid), None)
+        if conn is None:
+            return []
+        conn.backlog += nbytes
+        n = self._write(conn)
+        return self.cm.notify(fid, n, now_us) if n else []
+
+    def owns(self, fid: int) -> bool:
+        return any(c.fid == fid for c in self.conns)
+
     def handle(self, events: list[Event]) -> None:
         """Write every grant; a write's ``cm_notify`` may grant again (loop, no recursion)."""
+        if self.route is not None:
+            self.route(events)
+            return
         by_fid = {c.fid: c for c in self.conns}
         todo = list(events)
         while todo:
@@ -128,6 +147,16 @@ class TcpCm:
                 n = self._write(conn)
                 if n:
                     todo += self.cm.notify(conn.fid, n, now)
+
+    def flush(self, now_us: int) -> list[Event]:
+        """Shared CM: write what sockets refused before; returns the notifies' events."""
+        out: list[Event] = []
+        for conn in self.conns:
+            if conn.backlog > 0:
+                n = self._write(conn)
+                if n:
+                    out += self.cm.notify(conn.fid, n, now_us)
+        return out
 
     def _write(self, conn: CmConn) -> int:
         sent = 0
@@ -178,7 +207,8 @@ class TcpCm:
                 events += self.cm.update(
                     conn.fid, max(0, d_acked), loss, rtt, now_us, persistent=persistent
                 )
-        events += self.cm.tick(now_us)
+        if self.route is None:
+            events += self.cm.tick(now_us)
         self.handle(events)
 
     def pump(self, until_us: int) -> None:
@@ -315,7 +345,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
                 next_fb = now + app.feedback_us
             if now >= next_sample:
                 t_s = round((now - start) / 1e6, 3)
-                _sample(app, log, t_s, args.interval)
+                sample_lines(app, log, t_s, args.interval)
                 next_sample += interval_us
             nxt = min(next_fb, next_sample, end)
             if len(app.conns) < app.flows_n:
@@ -323,37 +353,43 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
             app.pump(nxt)
         now = monotonic_us()
         app.feedback(now)
-        secs = max(1e-6, (now - start) / 1e6)
-        mf = cm.macroflows.get(args.dst)
-        return {
-            "type": "done",
-            "t_s": round(secs, 3),
-            "flows": [
-                {
-                    "flow": c.idx,
-                    "acked_bytes": c.acked,
-                    "written_bytes": c.written,
-                    "goodput_kbps": round(c.acked * 8 / secs / 1000, 2),
-                    "retrans": c.total_retrans,
-                    "losses_reported": c.losses_reported,
-                    "timeouts_reported": c.timeouts_reported,
-                    "binding": c.trace.as_json(),
-                }
-                for c in app.conns
-            ],
-            "cm": None
-            if mf is None
-            else {"losses": mf.aimd.losses, "timeouts": mf.aimd.timeouts, "agings": mf.aimd.agings},
-            "kernel_cc": kcc or current_default(),
-            "cwnd_bound_polls": sum(c.trace.cwnd_bound for c in app.conns),
-            "cwnd_bound_open_polls": sum(c.trace.cwnd_bound_open for c in app.conns),
-            "polls": sum(c.trace.samples for c in app.conns),
-        }
+        return done_record(app, max(1e-6, (now - start) / 1e6))
     finally:
         app.close()
 
 
-def _sample(app: TcpCm, log: JsonlLog, t_s: float, interval_s: float) -> None:
+def done_record(app: TcpCm, secs: float) -> dict[str, Any]:
+    """The log's ``done`` line: per connection its goodput, losses and kernel trace."""
+    mf = app.cm.macroflows.get(app.dst)
+    kcc = app.kernel_cc or current_default()
+    return {
+        "type": "done",
+        "t_s": round(secs, 3),
+        "flows": [
+            {
+                "flow": c.idx,
+                "acked_bytes": c.acked,
+                "written_bytes": c.written,
+                "goodput_kbps": round(c.acked * 8 / secs / 1000, 2),
+                "retrans": c.total_retrans,
+                "losses_reported": c.losses_reported,
+                "timeouts_reported": c.timeouts_reported,
+                "binding": c.trace.as_json(),
+            }
+            for c in app.conns
+        ],
+        "cm": None
+        if mf is None
+        else {"losses": mf.aimd.losses, "timeouts": mf.aimd.timeouts, "agings": mf.aimd.agings},
+        "kernel_cc": kcc,
+        "cwnd_bound_polls": sum(c.trace.cwnd_bound for c in app.conns),
+        "cwnd_bound_open_polls": sum(c.trace.cwnd_bound_open for c in app.conns),
+        "polls": sum(c.trace.samples for c in app.conns),
+    }
+
+
+def sample_lines(app: TcpCm, log: JsonlLog, t_s: float, interval_s: float) -> None:
+    """A ``sample`` line and one ``kernel`` line per connection; restarts the interval."""
     mf = app.cm.macroflows.get(app.dst)
     log.write(
         {

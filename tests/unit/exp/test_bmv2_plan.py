@@ -179,3 +179,19 @@ def test_tcpcm_apps_run_as_tcpcm_with_the_files_settings(tmp_path: Path) -> None
     cmds = tcpcm_host_commands("10.0.1.254")
     assert "sysctl -qw net.ipv4.tcp_slow_start_after_idle=0" in cmds
     assert cmds[-1] == f"ip route change default via 10.0.1.254 initcwnd {TCPCM_INITCWND}"
+
+
+def test_audio_runs_its_tcpcm_neighbour_on_one_cm() -> None:
+    """Fig. 10: audio and TCP/CM to one receiver are one macroflow, so on BMv2 the audio
+    app's process runs the TCP/CM connections on its CM."""
+    from fairgate_exp.engines.bmv2 import cm_shared_hosts
+
+    plan = load(EXPERIMENTS_DIR / "cm-audio.toml")
+    lab_topology(plan)
+    assert cm_shared_hosts(plan) == {"tcpcm": "voice"}
+    voice, tcpcm = plan.cm
+    cmd = cm_command(plan, voice, 1.0, Path("/tmp/v.jsonl"), "fg_cm", (tcpcm, Path("/tmp/t.jsonl")))
+    assert cmd[2] == "fairgate_hosts.apps.audio"
+    assert cmd[cmd.index("--tcp-flows") + 1] == "1"
+    assert cmd[cmd.index("--tcp-log") + 1] == "/tmp/t.jsonl"
+    assert cmd[cmd.index("--kernel-cc") + 1] == "fg_cm"
