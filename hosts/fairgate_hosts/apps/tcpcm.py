@@ -6,7 +6,8 @@ outstanding ``cm_request``. A grant (``app_notify``, one MSS) is written to the 
 once (``TCP_NODELAY``) and reported with ``cm_notify``; nothing else is written, and
 ``TCP_NOTSENT_LOWAT`` of one MSS makes the kernel refuse to queue more than one unsent
 segment, so it cannot run ahead of the CM. Feedback: ``TCP_INFO`` is polled every
-``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked; loss when the kernel
+``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked, none while the
+kernel is in loss recovery; loss when the kernel
 retransmitted in fast recovery, not for a tail loss probe; its smoothed RTT; a
 retransmission timeout as persistent congestion). The kernel retransmits by itself: those
 segments are not granted (the paper's TCP/CM asks the CM for them too).
@@ -204,9 +205,10 @@ class TcpCm:
                 conn.losses_reported += loss
                 conn.timeouts_reported += persistent
                 rtt = info.rtt_us if info.rtt_us > 0 else None
-                events += self.cm.update(
-                    conn.fid, max(0, d_acked), loss, rtt, now_us, persistent=persistent
-                )
+                # no growth on acks of a recovery (as NewReno's window does not grow; the
+                # simulator's TCP/CM reports none either): feedback, not an increase
+                nrecd = 0 if info.ca_state >= TCP_CA_RECOVERY else max(0, d_acked)
+                events += self.cm.update(conn.fid, nrecd, loss, rtt, now_us, persistent=persistent)
         if self.route is None:
             events += self.cm.tick(now_us)
         self.handle(events)
