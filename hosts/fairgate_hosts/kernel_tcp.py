@@ -40,6 +40,7 @@ _OFF_NOTSENT = 144
 _OFF_BUSY = 168
 _OFF_RWND_LIMITED = 176
 _OFF_SNDBUF_LIMITED = 184
+_OFF_DELIVERED = 192
 _OFF_BYTES_SENT = 200
 _OFF_BYTES_RETRANS = 208
 _OFF_SND_WND = 228
@@ -69,6 +70,7 @@ class KernelInfo:
     bytes_sent: int
     bytes_retrans: int
     snd_wnd: int
+    delivered: int = 0  # segments delivered, SACKed ones included (tcpi_delivered)
 
     @property
     def in_flight(self) -> int:
@@ -96,6 +98,7 @@ def parse_kernel_info(buf: bytes) -> KernelInfo:
         bytes_sent=q(_OFF_BYTES_SENT),
         bytes_retrans=q(_OFF_BYTES_RETRANS),
         snd_wnd=struct.unpack_from("=I", buf, _OFF_SND_WND)[0],
+        delivered=struct.unpack_from("=I", buf, _OFF_DELIVERED)[0],
         **u32,
     )
 

@@ -7,10 +7,10 @@ once (``TCP_NODELAY``) and reported with ``cm_notify``; nothing else is written,
 ``TCP_NOTSENT_LOWAT`` of one MSS makes the kernel refuse to queue more than one unsent
 segment, so it cannot run ahead of the CM. Feedback: ``TCP_INFO`` is polled every
 ``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked, none while the
-kernel is in loss recovery; loss when the kernel
-retransmitted in fast recovery, not for a tail loss probe; its smoothed RTT; a
-retransmission timeout as persistent congestion). The kernel retransmits by itself: those
-segments are not granted (the paper's TCP/CM asks the CM for them too).
+kernel is in loss recovery, where SACKed deliveries still count as feedback; one loss per
+recovery episode, when the kernel enters fast recovery, not for a tail loss probe; its
+smoothed RTT; a retransmission timeout as persistent congestion). The kernel retransmits
+by itself: those segments are not granted (the paper's TCP/CM asks the CM for them too).
 Probing is off: TCP's acks are the feedback, as in the paper.
 
 The kernel's congestion control still runs underneath; TCP/CM needs it never to be the
@@ -64,6 +64,8 @@ class CmConn:
     acked: int = 0
     total_retrans: int = 0
     in_rto: bool = False
+    recovering: bool = False
+    delivered: int = 0
     rtt_us: int = 0
     last_info: KernelInfo | None = None
     trace: BindingTrace = field(default_factory=BindingTrace)
@@ -194,21 +196,28 @@ class TcpCm:
             conn.trace.add(info, conn.backlog)
             conn.interval.add(info, conn.backlog)
             d_acked = info.bytes_acked - conn.acked
-            # a loss is a retransmission in fast recovery or after a timeout: a tail loss
-            # probe (sent while the window is open and nothing is known lost) is not one
-            loss = info.total_retrans > conn.total_retrans and info.ca_state >= TCP_CA_RECOVERY
+            d_delivered = info.delivered - conn.delivered
+            # One loss per recovery episode, as NewReno reduces once per episode: the
+            # poll that finds the kernel newly in fast recovery (or in RTO recovery). A
+            # tail loss probe is not a loss (the kernel stays Open).
+            recovering = info.ca_state >= TCP_CA_RECOVERY
+            loss = recovering and not conn.recovering
             rto = info.ca_state == TCP_CA_LOSS
             persistent = rto and not conn.in_rto
             conn.acked, conn.total_retrans, conn.in_rto = info.bytes_acked, info.total_retrans, rto
+            conn.delivered, conn.recovering = info.delivered, recovering
             conn.rtt_us = info.rtt_us
-            if d_acked > 0 or loss or persistent:
-                conn.losses_reported += loss
+            # SACKs during recovery deliver segments without advancing the cumulative ack:
+            # they are feedback (no aging), without growth (NewReno's window does not
+            # grow in recovery; the simulator's TCP/CM reports none either)
+            if d_acked > 0 or d_delivered > 0 or loss or persistent:
+                conn.losses_reported += loss and not persistent
                 conn.timeouts_reported += persistent
                 rtt = info.rtt_us if info.rtt_us > 0 else None
-                # no growth on acks of a recovery (as NewReno's window does not grow; the
-                # simulator's TCP/CM reports none either): feedback, not an increase
-                nrecd = 0 if info.ca_state >= TCP_CA_RECOVERY else max(0, d_acked)
-                events += self.cm.update(conn.fid, nrecd, loss, rtt, now_us, persistent=persistent)
+                nrecd = 0 if recovering else max(0, d_acked)
+                events += self.cm.update(
+                    conn.fid, nrecd, loss and not persistent, rtt, now_us, persistent=persistent
+                )
         if self.route is None:
             events += self.cm.tick(now_us)
         self.handle(events)
