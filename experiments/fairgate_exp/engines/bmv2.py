@@ -517,6 +517,39 @@ class Bmv2Engine:
             if r.get("type") == "sample"
         ]
 
+    def cm_facts(self) -> dict[str, Any]:
+        """Per CM app, from its log's ``done`` line, the counters the simulator's facts
+        have (``make report`` prints them side by side): the macroflow's rate halvings on
+        loss, timeouts and agings; probes (UDP apps); TCP/CM's kernel retransmissions and
+        RTOs and how many TCP_INFO polls found the kernel's window binding (the
+        simulator counts segments past a Reno window instead); the audio's layers."""
+        out: dict[str, Any] = {}
+        for a in self.cm_apps:
+            _, recs = self._app_log(a)
+            done = next((r for r in reversed(recs) if r.get("type") == "done"), None)
+            if done is None:
+                continue
+            cm = done.get("cm") or {}
+            f: dict[str, Any] = {k: cm[k] for k in ("losses", "timeouts", "agings") if k in cm}
+            if "probes_sent" in cm:
+                f["probes_sent"] = cm["probes_sent"]
+            if a.app == "tcp":
+                flows = done.get("flows", [])
+                f["retransmits"] = sum(x["retrans"] for x in flows)
+                f["rto_timeouts"] = sum(x["timeouts_reported"] for x in flows)
+                f["kernel_cwnd_bound_polls"] = done.get("cwnd_bound_polls")
+            if a.app == "audio":
+                secs = max(1e-6, float(done["t_s"]))
+                f["audio"] = {
+                    "sent_kbps": round(done["sent_bytes"] * 8 / secs / 1000, 2),
+                    "seconds_per_layer": done["seconds_per_layer"],
+                    "layer_changes": done["layer_changes"],
+                    "frames": done["frames"],
+                    "frames_skipped": done["frames_skipped"],
+                }
+            out[a.name] = f
+        return out
+
     def tcpcm_kernel(self) -> dict[str, Any]:
         """Per TCP/CM app, from its ``done`` line: TCP_INFO polls, how many found granted
         data waiting behind a full kernel window (``cwnd_bound``: 0 means the kernel's
@@ -682,6 +715,9 @@ class Bmv2Engine:
         if lines:
             facts["rtt_emulation"] = "ack-delay and delay lines (hosts' access delays)"
             facts["delay_lines"] = {h: delay_line_summary(c) for h, c in lines.items()}
+        cm = self.cm_facts()
+        if cm:
+            facts["cm"] = cm
         kernel = self.tcpcm_kernel()
         if kernel:
             facts["tcpcm_kernel"] = kernel
