@@ -3,37 +3,29 @@ the demo applications' own classes (``apps.bulk.BulkApp``, ``apps.audio.AudioApp
 unchanged, driven by simulated time.
 
 ``SimCMHost`` is the simulator's counterpart of ``apps.cmhost.CMHost`` (the selectors
-loop): the same methods the applications call (``open``, ``request``, ``send``, ``cm``,
-``cfg``, ``dst``, ``stats``) and the same event handling (probes before grants, grants
-sent as rate-header DATA packets, ``notify`` after sending, the acks' explicit rate
-passed to ``update``), with sockets replaced by simulated UDP ports and the loop by
-callbacks: the application's timer every ``timer_s`` and the CM's ``tick`` at
-``next_deadline``.
+loop): both are ``fairgate_hosts.cm.host.CMHostCore`` (the same methods the applications
+call, ``open``, ``request``, ``send``, ``cm``, ``cfg``, ``dst``, ``stats``, and the same
+event handling: probes before grants, grants sent as rate-header DATA packets, ``notify``
+after sending, the acks' explicit rate passed to ``update``), here with simulated UDP
+ports for sockets and callbacks for the loop: each app's timer every ``timer_s`` and the
+CM's ``tick`` at ``next_deadline``. It also runs TCP/CM flows (``tcp_cm.CmTcpFlow``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from fairgate_hosts.cm.core import AppNotify, ChangeRate, CMConfig, CongestionManager, SendProbe
-from fairgate_hosts.wire import RATE_UNLIMITED, u32
-from fairgate_p4 import generated as g
-from fairgate_p4.header import HEADER_BYTES, HeaderError, RateHeader
+from fairgate_hosts.cm.core import AppNotify, ChangeRate
+from fairgate_hosts.cm.host import CMApp, CMFlow, CMHostCore
 from fairgate_sim.engine import Clock
 from fairgate_sim.network import SimHost
 from fairgate_sim.packet import Packet, udp_packet
 from fairgate_sim.tcp import TcpConfig
 from fairgate_sim.tcp_cm import CmTcpFlow
 
-
-class CMApp(Protocol):
-    def on_grant(self, host: Any, flow: Any, nbytes: int, now_us: int) -> None: ...
-
-    def on_rate(self, host: Any, flow: Any, rate_Bps: float, now_us: int) -> None: ...
-
-    def on_timer(self, host: Any, now_us: int) -> None: ...
+__all__ = ["CMApp", "MemoryLog", "SimCMFlow", "SimCMHost", "TcpCmApp"]
 
 
 @dataclass
@@ -47,18 +39,8 @@ class MemoryLog:
 
 
 @dataclass
-class SimCMFlow:
-    """``apps.cmhost.UdpFlow`` with a simulated UDP port instead of a socket."""
-
-    fid: int
-    sport: int
-    weight: float
-    seq: int = 0
-    sent_bytes: int = 0
-    sent_packets: int = 0
-    rate_Bps: float = 0.0
-    explicit_kbps: int | None = None
-    acks: int = 0
+class SimCMFlow(CMFlow):
+    """``apps.cmhost.UdpFlow`` with a simulated UDP port (``sport``) instead of a socket."""
 
 
 @dataclass
@@ -71,46 +53,58 @@ class _Run:
     fids: list[int] = field(default_factory=list)
 
 
-@dataclass
-class SimCMHost:
+@dataclass(kw_only=True)
+class SimCMHost(CMHostCore):
     """The CM of one host towards one destination (one macroflow: every app of the host
     to ``dst`` shares it, as one CM per host would)."""
 
     clock: Clock
     host: SimHost
-    dst: str  # receiver agent's IP
-    cfg: CMConfig
-    explicit: bool = True
-    port: int = g.FG_UDP_PORT
-    cm: CongestionManager = field(init=False)
-    flows: dict[int, SimCMFlow] = field(default_factory=dict)
     tcp: dict[int, CmTcpFlow] = field(default_factory=dict)  # TCP/CM flows
     app: CMApp | None = None  # the first app started (cm-sharing's one app)
     on_done: Callable[[int], None] | None = None  # called at the end, before closing
-    probes_sent: int = 0
-    send_errors: int = 0
     runs: list[_Run] = field(default_factory=list)
     owner: dict[int, _Run] = field(default_factory=dict)
     _current: _Run | None = None
-    _notify: list[tuple[int, int]] = field(default_factory=list)
     _probe_port: int = 0
     _wake_us: int | None = None
     _token: int = 0
-    _in_handle: bool = False
     # the macroflow's AIMD counters, kept when its last flow closes
     aimd_counts: dict[str, int] = field(
         default_factory=lambda: {"losses": 0, "timeouts": 0, "agings": 0}
     )
 
     def __post_init__(self) -> None:
-        self.cm = CongestionManager(self.cfg)
+        super().__post_init__()
         self._probe_port = self.host.bind(self._on_probe_response)
+
+    # ------------------------------------------------------------------ I/O (CMHostCore)
+    def _send_data(self, flow: SimCMFlow, data: bytes) -> bool:
+        # False: the NIC queue is full (a socket's ENOBUFS)
+        return self.host.send(udp_packet(self.host.ip, self.dst, flow.sport, self.port, data))
+
+    def _send_probe(self, dst: str, data: bytes) -> bool:
+        return self.host.send(udp_packet(self.host.ip, dst, self._probe_port, self.port, data))
+
+    def _app_of(self, fid: int, app: CMApp | None) -> CMApp | None:
+        run = self.owner.get(fid)
+        return run.app if run is not None else None
+
+    def _grant(self, ev: AppNotify, app: CMApp | None, now_us: int) -> None:
+        if ev.flow in self.tcp:
+            self.tcp[ev.flow].on_grant(ev.nbytes)
+        else:
+            super()._grant(ev, app, now_us)
+
+    def _rate(self, ev: ChangeRate, app: CMApp | None, now_us: int) -> None:
+        if ev.flow not in self.tcp:
+            super()._rate(ev, app, now_us)
 
     # ------------------------------------------------------------------ what apps call
     def open(self, weight: float = 1.0) -> SimCMFlow:
         now = self.clock.now_us()
         fid = self.cm.open("", self.dst, weight, now_us=now)
-        flow = SimCMFlow(fid, 0, weight)
+        flow = SimCMFlow(fid, weight)
         flow.sport = self.host.bind(lambda pkt, f=flow: self._on_ack(f, pkt))
         self.flows[fid] = flow
         self._own(fid)
@@ -137,12 +131,12 @@ class SimCMHost:
     def tcp_request(self, flow: CmTcpFlow, nbytes: int) -> None:
         if flow.fid in self.cm.flows:
             now = self.clock.now_us()
-            self._handle(self.cm.request(flow.fid, nbytes, now), now)
+            self.handle(self.cm.request(flow.fid, nbytes, now), None, now)
 
     def tcp_sent(self, flow: CmTcpFlow, nbytes: int) -> None:
         self._notify.append((flow.fid, nbytes))
         if not self._in_handle:
-            self._handle([], self.clock.now_us())
+            self.handle([], None, self.clock.now_us())
 
     def tcp_feedback(
         self, flow: CmTcpFlow, nrecd: int, loss: bool, rtt_us: int | None, persistent: bool
@@ -151,7 +145,7 @@ class SimCMHost:
             return
         now = self.clock.now_us()
         events = self.cm.update(flow.fid, nrecd, loss, rtt_us, now, persistent=persistent)
-        self._handle(events, now)
+        self.handle(events, None, now)
         self._tick()
 
     def loss_events(self) -> int:
@@ -168,37 +162,9 @@ class SimCMHost:
             return None
         return float(self.cm.query(fid)["rate_Bps"]) * 8 / 1000
 
-    def send(self, flow: SimCMFlow, payload_bytes: int, now_us: int) -> int:
-        mf = self.cm.macroflows.get(self.dst)
-        hdr = RateHeader(
-            kind=g.FG_KIND_DATA,
-            seq=u32(flow.seq),
-            ts_us=u32(now_us),
-            rtt_us=u32(int(mf.aimd.srtt_us) if mf is not None else 0),
-            rate_kbps=RATE_UNLIMITED,
-        )
-        data = hdr.pack() + bytes(payload_bytes)
-        if not self.host.send(udp_packet(self.host.ip, self.dst, flow.sport, self.port, data)):
-            self.send_errors += 1  # the NIC queue is full (a socket's ENOBUFS)
-            return 0
-        flow.seq += 1
-        flow.sent_packets += 1
-        flow.sent_bytes += payload_bytes
-        self._notify.append((flow.fid, payload_bytes))
-        return payload_bytes
-
     def request(self, flow: SimCMFlow, nbytes: int, app: CMApp) -> None:
         now = self.clock.now_us()
-        self._handle(self.cm.request(flow.fid, nbytes, now), now)
-
-    def stats(self) -> dict[str, object]:
-        mf = self.cm.macroflows.get(self.dst)
-        out: dict[str, object] = {"probes_sent": self.probes_sent, "send_errors": self.send_errors}
-        if mf is not None:
-            a = mf.aimd
-            out |= {"losses": a.losses, "timeouts": a.timeouts, "agings": a.agings}
-            out["rate_kbps"] = round(mf.rate_Bps * 8 / 1000, 2)
-        return out
+        self.handle(self.cm.request(flow.fid, nbytes, now), None, now)
 
     # ------------------------------------------------------------------ running
     def start(
@@ -236,7 +202,7 @@ class SimCMHost:
         if not self.runs:
             return
         now = self.clock.now_us()
-        self._handle(self.cm.tick(now), now)
+        self.handle(self.cm.tick(now), None, now)
         deadline = self.cm.next_deadline(now)
         if deadline is None or deadline >= self._end_us:
             return
@@ -273,61 +239,23 @@ class SimCMHost:
             self._token += 1
             self.host.unbind(self._probe_port)
 
-    # ------------------------------------------------------------------ events (CMHost._handle)
-    def _handle(self, events: list[Any], now_us: int) -> None:
-        outer, self._in_handle = self._in_handle, True
-        try:
-            self._handle_all(events, now_us)
-        finally:
-            self._in_handle = outer
-
-    def _handle_all(self, events: list[Any], now_us: int) -> None:
-        todo = list(events)
-        while todo or self._notify:
-            todo.sort(key=lambda ev: not isinstance(ev, SendProbe))  # probes first (cmhost.py)
-            for ev in todo:
-                run = self.owner.get(ev.flow) if not isinstance(ev, SendProbe) else None
-                if isinstance(ev, AppNotify) and ev.flow in self.tcp:
-                    self.tcp[ev.flow].on_grant(ev.nbytes)
-                elif isinstance(ev, AppNotify) and ev.flow in self.flows and run is not None:
-                    run.app.on_grant(self, self.flows[ev.flow], ev.nbytes, now_us)
-                elif isinstance(ev, ChangeRate) and ev.flow in self.flows and run is not None:
-                    self.flows[ev.flow].rate_Bps = ev.rate_Bps
-                    run.app.on_rate(self, self.flows[ev.flow], ev.rate_Bps, now_us)
-                elif isinstance(ev, SendProbe):
-                    pkt = udp_packet(self.host.ip, ev.dst, self._probe_port, self.port, ev.data)
-                    if self.host.send(pkt):
-                        self.probes_sent += 1
-                    else:
-                        self.send_errors += 1
-            todo = []
-            pending, self._notify = self._notify, []
-            for fid, n in pending:
-                if fid in self.cm.flows:
-                    todo.extend(self.cm.notify(fid, n, now_us))
-
+    # ------------------------------------------------------------------ packets
     def _on_probe_response(self, pkt: Packet) -> None:
         if not self.runs or pkt.data is None:
             return
         now = self.clock.now_us()
-        self._handle(self.cm.on_probe_response(pkt.src, bytes(pkt.data), now), now)
+        self.handle(self.cm.on_probe_response(pkt.src, bytes(pkt.data), now), None, now)
         self._tick()
 
     def _on_ack(self, flow: SimCMFlow, pkt: Packet) -> None:
-        flow.acks += 1
-        if not self.runs or not self.explicit or pkt.data is None:
+        if not self.runs or pkt.data is None:
+            flow.acks += 1
             return
-        if len(pkt.data) < HEADER_BYTES:
-            return
-        try:
-            hdr = RateHeader.unpack(pkt.data)
-        except HeaderError:
-            return
-        if hdr.kind == g.FG_KIND_ACK and hdr.rate_kbps != flow.explicit_kbps:
-            flow.explicit_kbps = hdr.rate_kbps
-            now = self.clock.now_us()
-            events = self.cm.update(flow.fid, 0, False, None, now, explicit_rate_kbps=hdr.rate_kbps)
-            self._handle(events, now)
+        now = self.clock.now_us()
+        before = flow.explicit_kbps
+        events = self.on_ack(flow, bytes(pkt.data), now)
+        if flow.explicit_kbps != before:  # the path's explicit rate changed: update ran
+            self.handle(events, None, now)
             self._tick()
 
 

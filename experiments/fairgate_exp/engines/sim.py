@@ -275,7 +275,7 @@ class SimEngine:
         # one CM per host: the apps of one src towards one dst share its macroflow
         host = self.cm_hosts.get((a.src, a.dst))
         if host is None or not host.runs:
-            host = SimCMHost(net.clock, net.hosts[a.src], net.ip(a.dst), cfg)
+            host = SimCMHost(dst=net.ip(a.dst), cfg=cfg, clock=net.clock, host=net.hosts[a.src])
             self.cm_hosts[(a.src, a.dst)] = host
         start_us, duration = round(a.start_s * 1e6), a.stop_s - a.start_s
         app: BulkApp | AudioApp | TcpCmApp

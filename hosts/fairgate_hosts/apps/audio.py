@@ -185,7 +185,7 @@ class AudioWithTcp(AudioApp):
         if tcp is None or self.tcp_log is None:
             return
         if tcp.route is None:
-            tcp.route = lambda evs: host._handle(evs, self, monotonic_us())
+            tcp.route = lambda evs: host.handle(evs, self, monotonic_us())
             host.foreign_grant = tcp.on_grant
             self.tcp_start_us = now_us
             self.next_tcp_sample_us = now_us + int(self.interval_s * 1e6)
@@ -193,7 +193,7 @@ class AudioWithTcp(AudioApp):
             c = tcp.join()
             sport = c.sock.getsockname()[1]
             self.tcp_log.write({"type": "open", "role": "tcpcm", "flow": c.idx, "sport": sport})
-        host._handle(tcp.flush(now_us), self, now_us)
+        host.handle(tcp.flush(now_us), self, now_us)
         if now_us >= self.next_feedback_us:
             tcp.feedback(now_us)
             self.next_feedback_us = now_us + tcp.feedback_us

@@ -23,6 +23,13 @@ def short(name: str, duration: str, warmup: str) -> Any:
     doc["experiment"]["warmup"] = warmup
     for p in doc.get("phases", []):
         p.pop("end", None)
+    end = float(duration.removesuffix("s"))
+    for kind in ("flows", "tcp", "cm"):  # what starts after the end goes, stops are cut
+        keep = [f for f in doc.get(kind, []) if float(f.get("start", "0s")[:-1]) < end]
+        for f in keep:
+            if "stop" in f and float(f["stop"][:-1]) > end:
+                f["stop"] = duration
+        doc[kind] = keep
     exp = validate(doc, path)
     check(exp)
     return build_plan(exp, path, None)
@@ -85,11 +92,14 @@ def test_fig4_feedback_twice_per_rtt_loses_less(tmp_path: Path) -> None:
 
 
 def test_fig6_min_rtt_aging_beats_mean_rtt(tmp_path: Path) -> None:
-    s = run_short(tmp_path, "cm-aging", "60s", "15s")
-    (v,) = s["verdicts"]
-    assert v["passed"] and v["measured"] < 0.8, v
+    """Beside TCP NewReno, with probes every 4 and every 2 RTTs (the file's first two
+    pairs; its third, beside on/off CBR, shows the opposite and is not asserted here)."""
+    s = run_short(tmp_path, "cm-aging", "80s", "40s")
+    four, two, _cbr = s["verdicts"]
+    assert four["passed"] and four["measured"] < 0.8, four
+    assert two["passed"] and two["measured"] < 0.8, two
     facts = cm_facts(s)
-    assert facts["minrtt"]["agings"] > 0 and facts["meanrtt"]["agings"] > 0  # aging acted
+    assert all(facts[n]["agings"] > 0 for n in ("minrtt1", "meanrtt2", "minrtt3", "meanrtt4"))
 
 
 def test_fig7_weights_respected(tmp_path: Path) -> None:

@@ -271,3 +271,55 @@ def test_the_papers_api_names_drive_the_same_core() -> None:
     cm.cm_close(cid)
     with pytest.raises(KeyError):
         cm.cm_query("h2")
+
+
+def test_aging_half_life_srtt_and_off() -> None:
+    """Fig. 6's alternative half-life (the smoothed RTT) and no aging (Fig. 4's runs)."""
+    a = AimdRate(initial_rate_Bps=800_000, aging_basis="srtt")
+    a.on_ack(0, 200_000, 0)
+    a.on_ack(0, 50_000, 0)  # min 50 ms, srtt ~181 ms
+    srtt = int(a.srtt_us)
+    assert a.age(srtt, active=True) == 1  # the first halving: after one sRTT, as min_rtt
+    assert a.age(srtt + 3 * 50_000, active=True) == 0  # not every min RTT ...
+    assert a.age(srtt + srtt, active=True) == 1  # ... every sRTT
+    assert a.rate_Bps == pytest.approx(200_000)
+    off = AimdRate(initial_rate_Bps=800_000, aging_basis="off")
+    off.on_ack(0, 100_000, 0)
+    assert off.age(10_000_000, active=True) == 0 and off.rate_Bps == 800_000
+    cm = CongestionManager(CMConfig(aging="srtt"))
+    cm.open("a", "b")
+    assert cm.macroflows["b"].aimd.aging_basis == "srtt"
+
+
+def test_unprobed_flows_stay_out_of_probe_counts() -> None:
+    """A TCP/CM flow (probed=False) reports through update: its bytes are not counted
+    against the probes (the receiver agent never sees them) and start no probing."""
+    cm = CongestionManager(CMConfig(mss=MSS, initial_rate_Bps=1e6))
+    tcp = cm.open("a", "b", probed=False)
+    events = cm.notify(tcp, 5 * MSS, 1_000)
+    mf = cm.macroflows["b"]
+    assert mf.probes.nsent == 0 and mf.last_sent_us is None
+    assert not any(isinstance(e, SendProbe) for e in events)
+    udp = cm.open("a", "b")
+    events = cm.notify(udp, 2 * MSS, 2_000)
+    assert [e for e in events if isinstance(e, SendProbe)]  # a probed flow starts probing
+    assert mf.probes.probes[1] == (2_000, 2 * MSS)  # the probe counts the UDP bytes only
+
+
+def test_timeout_is_a_loss_while_another_flow_hears_acks() -> None:
+    cm = CongestionManager(CMConfig(mss=MSS, initial_rate_Bps=100_000))
+    f1, f2 = cm.open("a", "b"), cm.open("a", "b")
+    aimd = cm.macroflows["b"].aimd
+    cm.update(f1, MSS, False, RTT, 0)
+    cm.update(f2, MSS, False, RTT, 10_000)
+    rate = aimd.rate_Bps
+    cm.update(f1, 0, True, None, 50_000, persistent=True)  # f2 had feedback 40 ms ago
+    assert aimd.timeouts == 0 and aimd.losses == 1
+    assert aimd.rate_Bps == pytest.approx(rate / 2)
+    cm.update(f1, 0, True, None, 500_000, persistent=True)  # f2 silent for 490 ms
+    assert aimd.timeouts == 1 and aimd.rate_Bps == pytest.approx(MSS / (aimd.srtt_us / 1e6))
+    solo = CongestionManager(CMConfig(mss=MSS))
+    f = solo.open("a", "b")
+    solo.update(f, MSS, False, RTT, 0)
+    solo.update(f, 0, True, None, 1_000, persistent=True)  # its own acks do not count
+    assert solo.macroflows["b"].aimd.timeouts == 1
