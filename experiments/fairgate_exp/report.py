@@ -373,6 +373,7 @@ def _cm_figures(by: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, An
         ("timeouts", "CM timeouts"),
         ("agings", "CM agings"),
         ("segments_past_reno_cwnd", "TCP/CM segments past a Reno cwnd"),
+        ("kernel_cwnd_bound_polls", "TCP/CM polls with the kernel's cwnd binding"),
         ("grants", "TCP/CM grants"),
     ]
     out: list[tuple[str, Any]] = []

@@ -21,6 +21,7 @@ from typing import Any
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import SENDER_MODE, tcp_specs
+from fairgate_p4.header import HEADER_BYTES
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
 from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
 from fairgate_topo.procs import ProcessGroup
@@ -28,6 +29,9 @@ from fairgate_topo.switch_cli import set_queue
 
 SPORT_BASE = 41000
 UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain kernel TCP
+# Next to CM apps the competitor is the paper's TCP NewReno: no SO_MAX_PACING_RATE at all
+# (setting it, even far above the link, turns on the kernel's internal pacing)
+NO_PACING_KBPS = 0
 LONG_LIVED_BYTES = 100_000_000  # bulk flows on BMv2 send until their stop (tcp_cm)
 MAX_FRAME = 1518
 
@@ -83,6 +87,7 @@ def lab_topology(plan: Plan) -> LabTopology:
                 f"bmv2 engine: link {p.switch}-{p.peer} has two different capacities; the "
                 "controller's topology file gives a link one capacity for both directions"
             )
+    cm_shared_hosts(plan)
     topo = LabTopology(frame_bytes=plan.frame)
     topo.switches = list(plan.switches)
     for h in plan.hosts.values():
@@ -133,20 +138,89 @@ def queue_rate_pps(pps: float | None, bps: float | None, frame: int) -> int:
     return 0
 
 
-def cm_command(plan: Plan, app: CmPlan, now_s: float, log: Path) -> list[str]:
+def cm_command(
+    plan: Plan,
+    app: CmPlan,
+    now_s: float,
+    log: Path,
+    kernel_cc: str = "auto",
+    tcp: tuple[CmPlan, Path] | None = None,
+) -> list[str]:
     """The hosts' CM app for ``app`` started at ``now_s``, as the simulator engine drives
-    the same app: MSS = the plan's payload, macroflow cap 100 Mbit/s, the audio app's
-    bulk flows joining at once."""
+    the same app: UDP payload = the plan's payload (TCP/CM: the file's mss), macroflow cap
+    100 Mbit/s, the audio app's bulk flows joining at once; weights, stagger, aging and
+    probes per RTT as the file says; TCP/CM's sockets on ``kernel_cc``. ``tcp``: a TCP/CM
+    app (and its log) that this audio app runs on its CM."""
     duration = app.stop_s - max(app.start_s, now_s)
-    cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", plan.hosts[app.dst].ip]
+    dst = plan.hosts[app.dst].ip
+    weights = ",".join(f"{w:g}" for w in app.weights) if app.weights else None
+    if app.app == "tcp":
+        cmd = [PY, "-m", "fairgate_hosts.apps.tcpcm", "--dst", dst, "--flows", str(app.flows)]
+        cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
+        cmd += ["--mss", str(app.mss), "--initial-rate", f"{app.initial_rate_kbps:g}"]
+        cmd += ["--max-rate", "100000", "--aging", app.aging, "--log", str(log)]
+        cmd += ["--stagger", f"{app.stagger_s:g}", "--kernel-cc", kernel_cc]
+        return [*cmd, "--weights", weights] if weights else cmd
+    cmd = [PY, "-m", f"fairgate_hosts.apps.{app.app}", "--dst", dst]
     cmd += ["--duration", f"{duration:.3f}", "--interval", f"{plan.sample_s:g}"]
-    cmd += ["--mss", str(plan.payload), "--initial-rate", f"{app.initial_rate_kbps:g}"]
+    # the apps' --mss is what follows the rate header: the UDP payload is the plan's
+    cmd += ["--mss", str(plan.payload - HEADER_BYTES)]
+    cmd += ["--initial-rate", f"{app.initial_rate_kbps:g}"]
     cmd += ["--max-rate", "100000", "--log", str(log)]
+    cmd += ["--aging", app.aging, "--probes-per-rtt", f"{app.probes_per_rtt:g}"]
     if app.app == "bulk":
-        return [*cmd, "--flows", str(app.flows)]
+        cmd += ["--flows", str(app.flows), "--stagger", f"{app.stagger_s:g}"]
+        return [*cmd, "--weights", weights] if weights and app.flows else cmd
     cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
     cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
-    return [*cmd, "--frame-ms", f"{app.frame_s * 1000:g}"]
+    cmd += ["--frame-ms", f"{app.frame_s * 1000:g}"]
+    if tcp is not None:
+        cmd += ["--tcp-flows", str(tcp[0].flows), "--tcp-log", str(tcp[1])]
+        cmd += ["--kernel-cc", kernel_cc]
+    return cmd
+
+
+def cm_shared_hosts(plan: Plan) -> dict[str, str]:
+    """The file's apps of one host share one CM; on BMv2 every app is its own process with
+    its own CM. Two apps of a host overlapping in time towards one destination (one
+    macroflow) run in one process when they are an audio app and TCP/CM apps with the
+    same start and stop (Fig. 10: ``apps.audio --tcp-flows``); returns TCP/CM app ->
+    the audio app that runs it. Any other overlap is refused."""
+    hosted: dict[str, str] = {}
+    for i, a in enumerate(plan.cm):
+        for b in plan.cm[i + 1 :]:
+            if a.src != b.src or a.dst != b.dst or a.start_s >= b.stop_s or b.start_s >= a.stop_s:
+                continue
+            pair = {a.app: a, b.app: b}
+            same = (a.start_s, a.stop_s) == (b.start_s, b.stop_s)
+            if set(pair) == {"audio", "tcp"} and same and pair["tcp"].name not in hosted:
+                hosted[pair["tcp"].name] = pair["audio"].name
+                continue
+            raise ValueError(
+                f"bmv2 engine: cm apps {a.name} and {b.name} share {a.src}'s macroflow to "
+                f"{b.dst} at the same time; on BMv2 each app has its own CM except audio "
+                "with TCP/CM apps of the same start and stop (run them one after the "
+                "other, or in the simulator)"
+            )
+    if len(set(hosted.values())) < len(hosted):
+        raise ValueError("bmv2 engine: one audio app can host one TCP/CM app")
+    return hosted
+
+
+# segments: TCP/CM's kernel window starts far above any CM window; every loss recovery
+# halves it (Reno), so 30 recoveries per connection before it could bind (the kernel warns
+# at 2^31)
+TCPCM_INITCWND = 1 << 30
+TCPCM_HOST_SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle": "0"}
+
+
+def tcpcm_host_commands(gateway: str) -> list[str]:
+    """What a TCP/CM host runs once: its kernel TCP's window must never bind, so it starts
+    huge (the default route's ``initcwnd``; a loss halves it, an RTO restarts slow start)
+    and is never shrunk for being application-limited (RFC 2861 validation is tied to
+    ``tcp_slow_start_after_idle``)."""
+    cmds = [f"sysctl -qw {k}={v}" for k, v in TCPCM_HOST_SYSCTLS.items()]
+    return [*cmds, f"ip route change default via {gateway} initcwnd {TCPCM_INITCWND}"]
 
 
 def cm_peer_names(app: CmPlan, ip: str, records: list[dict[str, Any]]) -> dict[str, str]:
@@ -203,6 +277,9 @@ class Bmv2Engine:
     clients: dict[str, float] = field(default_factory=dict)  # generator -> its start (s)
     bulk: dict[str, TcpPlan] = field(default_factory=dict)  # bulk flow name -> generator
     cm_apps: list[CmPlan] = field(default_factory=list)
+    tcpcm_hosts: set[str] = field(default_factory=set)
+    tcpcm_cc: str = "auto"
+    tcpcm_cc_note: str | None = None
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -231,7 +308,7 @@ class Bmv2Engine:
             for sw, port in plan.gated:
                 write_meter(self.net.topo_path, sw, port, v.admit_fps)
         paced = [g.dst for g in plan.tcp if g.paced(algo)]
-        cm = [a.dst for a in plan.cm]
+        cm = [a.dst for a in plan.cm if a.app != "tcp"]
         for dst in dict.fromkeys([f.dst for f in plan.flows] + paced + cm):
             delay_ms = plan.hosts[dst].ack_delay_s * 1000
             cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay_ms:g}"]
@@ -243,6 +320,21 @@ class Bmv2Engine:
         for g in plan.tcp:  # the TCP servers, before time 0
             if not g.paced(algo) and g.dst not in self.servers:
                 self._start_server(g)
+        if any(a.app == "tcp" for a in plan.cm):
+            self._kernel_cc(run_dir)
+        for a in plan.cm:  # TCP/CM: the sinks, and hosts whose kernel window never binds
+            if a.app != "tcp":
+                continue
+            if a.dst not in self.servers:
+                self._start_server_on(a.dst, None)
+            if a.src not in self.tcpcm_hosts:
+                node = self.net.host(a.src)
+                gw = self.net.topology.hosts[a.src].gateway
+                for c in tcpcm_host_commands(gw):
+                    out = node.cmd(c)
+                    if out.strip():
+                        raise RuntimeError(f"bmv2 engine: {a.src}: {c}: {out.strip()}")
+                self.tcpcm_hosts.add(a.src)
         time.sleep(0.5)  # receivers bound
         self.t0 = time.time()
         # controller.jsonl carries wall time: its time 0, for the dashboard's replay
@@ -310,23 +402,42 @@ class Bmv2Engine:
         self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
         self.clients[gen.name] = start
 
+    def _kernel_cc(self, run_dir: Path) -> None:
+        """TCP/CM's sockets run fg_cm (a BPF congestion control whose window never
+        binds; ``fairgate_hosts.kernel_cc``), registered here if need be. Without it they
+        fall back to the hosts' Reno with a huge initial window, and the run's facts say
+        so (the kernel trace then shows where Reno's window bound)."""
+        from fairgate_hosts import kernel_cc
+
+        try:
+            kernel_cc.register(run_dir / "fg_cm")
+            self.tcpcm_cc = kernel_cc.NAME
+        except kernel_cc.KernelCCError as exc:
+            self.tcpcm_cc = "reno"
+            self.tcpcm_cc_note = f"fg_cm unavailable ({exc}): Reno with initcwnd 2^30"
+
     def _start_server(self, gen: TcpPlan) -> None:
+        self._start_server_on(gen.dst, gen.max_open)
+
+    def _start_server_on(self, dst: str, max_open: int | None) -> None:
         assert self.ctx is not None and self.procs is not None and self.net is not None
         server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
-        server += ["--max-open", str(gen.max_open or 16000)]
-        server += ["--records", str(self.ctx.log_path(f"server-{gen.dst}"))]
-        self.procs.start(f"server-{gen.dst}", server, self.net.host(gen.dst))
-        self.servers.add(gen.dst)
+        server += ["--max-open", str(max_open or 16000)]
+        server += ["--records", str(self.ctx.log_path(f"server-{dst}"))]
+        self.procs.start(f"server-{dst}", server, self.net.host(dst))
+        self.servers.add(dst)
 
     def _start_bulk(self, gen: TcpPlan) -> None:
-        """One ``tcp_cm`` upload per flow, paced far above any link (plain kernel TCP),
-        sampling its acknowledged bytes and retransmissions every sample period."""
+        """One ``tcp_cm`` upload per flow, paced far above any link (plain kernel TCP;
+        next to CM apps not paced at all), sampling its acknowledged bytes and
+        retransmissions every sample period."""
         assert self.ctx is not None and self.procs is not None and self.net is not None
         plan = self._plan
         assert plan is not None
         for name in gen.flow_names():
             cmd = [PY, "-m", "fairgate_hosts.apps.tcp_cm", "--dst", plan.hosts[gen.dst].ip]
-            cmd += ["--rate", str(UNPACED_KBPS), "--duration", f"{gen.stop_s - self.now():.3f}"]
+            rate = NO_PACING_KBPS if plan.cm else UNPACED_KBPS
+            cmd += ["--rate", str(rate), "--duration", f"{gen.stop_s - self.now():.3f}"]
             cmd += ["--skip", "0", "--interval", f"{plan.sample_s:g}", "--feedback-ms", "50"]
             cmd += ["--log", str(self.ctx.log_path(f"tcp-{name}"))]
             self.procs.start(f"tcp-{name}", cmd, self.net.host(gen.src))
@@ -353,22 +464,156 @@ class Bmv2Engine:
         return {name: self._bulk_series(name)[1] for name in self.bulk}
 
     def start_cm(self, app: CmPlan) -> None:
-        """The hosts' CM app (``fairgate_hosts.apps.bulk`` / ``.audio``, an in-process
-        Congestion Manager) on ``app.src``, as the simulator engine drives the same apps:
-        MSS = the plan's payload, macroflow cap 100 Mbit/s, audio's bulk flows join at 0."""
+        """The hosts' CM app (``fairgate_hosts.apps.bulk`` / ``.audio`` / ``.tcpcm``, each
+        an in-process Congestion Manager) on ``app.src``, as ``cm_command`` says."""
         assert self.ctx is not None and self.procs is not None and self._plan is not None
         assert self.net is not None
-        cmd = cm_command(self._plan, app, self.now(), self.ctx.log_path(f"cm-{app.name}"))
-        self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
         self.cm_apps.append(app)
+        hosted = cm_shared_hosts(self._plan)
+        if app.name in hosted:  # runs inside its audio app's process
+            return
+        tcp = next(
+            (
+                (t, self.ctx.log_path(f"cm-{t.name}"))
+                for t in self._plan.cm
+                if hosted.get(t.name) == app.name
+            ),
+            None,
+        )
+        log = self.ctx.log_path(f"cm-{app.name}")
+        cmd = cm_command(self._plan, app, self.now(), log, self.tcpcm_cc, tcp)
+        self.procs.start(f"cm-{app.name}", cmd, self.net.host(app.src))
 
     def _cm_peers(self) -> dict[str, str]:
-        """``ip:sport`` -> recorded name of every flow the CM apps opened."""
+        """``ip:sport`` -> recorded name of every UDP flow the CM apps opened."""
         assert self.ctx is not None and self._plan is not None
         out: dict[str, str] = {}
         for a in self.cm_apps:
+            if a.app == "tcp":
+                continue
             recs = read_jsonl(self.ctx.log_path(f"cm-{a.name}"))
             out |= cm_peer_names(a, self._plan.hosts[a.src].ip, recs)
+        return out
+
+    def _app_log(self, a: CmPlan) -> tuple[float, list[dict[str, Any]]]:
+        """A CM app's log records and their time base (its start on the experiment clock)."""
+        assert self.ctx is not None
+        recs = read_jsonl(self.ctx.log_path(f"cm-{a.name}"))
+        agent = next((r for r in recs if r.get("type") == "agent"), None)
+        return (0.0, []) if agent is None else (agent["wall_time"] - self.t0, recs)
+
+    def _tcpcm_series(self, a: CmPlan) -> dict[str, list[tuple[float, int, int, float | None]]]:
+        """Per TCP/CM flow: (t, segments acknowledged, the macroflow's loss halvings, the
+        flow's CM share in kbit/s) every sample, from the app's log."""
+        base, recs = self._app_log(a)
+        names = a.flow_names()
+        out: dict[str, list[tuple[float, int, int, float | None]]] = {n: [] for n in names}
+        for r in recs:
+            if r.get("type") != "sample":
+                continue
+            t = round(base + r["t_s"], 4)
+            for f in r.get("flows", []):
+                out[names[f["flow"]]].append(
+                    (t, int(f["acked_bytes"]) // a.mss, int(r.get("losses") or 0),
+                     f.get("share_kbps"))
+                )  # fmt: skip
+        return out
+
+    def _udp_cm_losses(self, a: CmPlan) -> list[tuple[float, int, float | None]]:
+        """(t, the macroflow's loss halvings so far, its rate in kbit/s) from a UDP CM app."""
+        base, recs = self._app_log(a)
+        return [
+            (round(base + r["t_s"], 4), int(r.get("losses") or 0), r.get("macroflow_kbps"))
+            for r in recs
+            if r.get("type") == "sample"
+        ]
+
+    def cm_facts(self) -> dict[str, Any]:
+        """Per CM app, from its log's ``done`` line, the counters the simulator's facts
+        have (``make report`` prints them side by side): the macroflow's rate halvings on
+        loss, timeouts and agings; probes (UDP apps); TCP/CM's kernel retransmissions and
+        RTOs and how many TCP_INFO polls found the kernel's window binding (the
+        simulator counts segments past a Reno window instead); the audio's layers."""
+        out: dict[str, Any] = {}
+        for a in self.cm_apps:
+            _, recs = self._app_log(a)
+            done = next((r for r in reversed(recs) if r.get("type") == "done"), None)
+            if done is None:
+                continue
+            cm = done.get("cm") or {}
+            f: dict[str, Any] = {k: cm[k] for k in ("losses", "timeouts", "agings") if k in cm}
+            if "probes_sent" in cm:
+                f["probes_sent"] = cm["probes_sent"]
+            if a.app == "tcp":
+                flows = done.get("flows", [])
+                f["retransmits"] = sum(x["retrans"] for x in flows)
+                f["rto_timeouts"] = sum(x["timeouts_reported"] for x in flows)
+                f["kernel_cwnd_bound_polls"] = done.get("cwnd_bound_polls")
+            if a.app == "audio":
+                secs = max(1e-6, float(done["t_s"]))
+                f["audio"] = {
+                    "sent_kbps": round(done["sent_bytes"] * 8 / secs / 1000, 2),
+                    "seconds_per_layer": done["seconds_per_layer"],
+                    "layer_changes": done["layer_changes"],
+                    "frames": done["frames"],
+                    "frames_skipped": done["frames_skipped"],
+                }
+            out[a.name] = f
+        return out
+
+    def tcpcm_kernel(self) -> dict[str, Any]:
+        """Per TCP/CM app, from its ``done`` line: TCP_INFO polls, how many found granted
+        data waiting behind a full kernel window (``cwnd_bound``: 0 means the kernel's
+        congestion control never bound; ``_open``: outside loss recovery), and per flow
+        the closest the window came."""
+        out: dict[str, Any] = {}
+        for a in self.cm_apps:
+            if a.app != "tcp":
+                continue
+            _, recs = self._app_log(a)
+            done = next((r for r in recs if r.get("type") == "done"), None)
+            if done is None:
+                out[a.name] = {"error": "no done line in the TCP/CM log"}
+                continue
+            out[a.name] = {
+                "kernel_cc": done.get("kernel_cc"),
+                "polls": done["polls"],
+                "cwnd_bound_polls": done["cwnd_bound_polls"],
+                "cwnd_bound_open_polls": done["cwnd_bound_open_polls"],
+                "flows": {
+                    a.flow_names()[f["flow"]]: f["binding"] | {"retrans": f["retrans"]}
+                    for f in done["flows"]
+                },
+            }
+        return out
+
+    def flow_traces(self) -> dict[str, list[tuple[float, int, int, float | None]]]:
+        """Per CM flow and bulk TCP flow, every sample: (t, packets delivered so far, loss
+        events so far, the CM's rate for the flow in kbit/s or None). UDP CM flows: packets
+        the receiver counted, the macroflow's halvings and its rate split by weight (the
+        app's last sample at or before t); TCP/CM: segments acknowledged; bulk TCP:
+        acknowledged segments and retransmissions."""
+        samples = self.flow_samples()
+        out: dict[str, list[tuple[float, int, int, float | None]]] = {}
+        for a in self.cm_apps:
+            if a.app == "tcp":
+                out |= self._tcpcm_series(a)
+                continue
+            cm = self._udp_cm_losses(a)
+            names = a.flow_names()
+            weights = ([1.0] if a.app == "audio" else []) + list(a.weights or [1.0] * a.flows)
+            for name, w in zip(names, weights, strict=False):
+                series = []
+                for t, pkts in samples.get(name, []):
+                    last = [c for c in cm if c[0] <= t]
+                    losses, mf = (last[-1][1], last[-1][2]) if last else (0, None)
+                    share = None if mf is None else mf * w / sum(weights)
+                    series.append((t, pkts, losses, share))
+                out[name] = series
+        for name in self.bulk:
+            acked, retrans = self._bulk_series(name)
+            lost = dict(retrans)
+            out[name] = [(t, n, lost.get(t, 0), None) for t, n in acked]
         return out
 
     def tcp_records(self) -> list[dict[str, Any]]:
@@ -459,6 +704,10 @@ class Bmv2Engine:
                     out[name].append((round(base + r["t_us"] / 1e6, 4), int(r["packets"])))
         for name in self.bulk:
             out[name] = self._bulk_series(name)[0]
+        for a in self.cm_apps:
+            if a.app == "tcp":
+                for name, series in self._tcpcm_series(a).items():
+                    out[name] = [(t, n) for t, n, _, _ in series]
         return out
 
     def close(self) -> dict[str, Any]:
@@ -479,6 +728,13 @@ class Bmv2Engine:
         if lines:
             facts["rtt_emulation"] = "ack-delay and delay lines (hosts' access delays)"
             facts["delay_lines"] = {h: delay_line_summary(c) for h, c in lines.items()}
+        cm = self.cm_facts()
+        if cm:
+            facts["cm"] = cm
+        kernel = self.tcpcm_kernel()
+        if kernel:
+            facts["tcpcm_kernel"] = kernel
+            facts["tcpcm_kernel_cc"] = self.tcpcm_cc_note or self.tcpcm_cc
         if self._plan is not None and any(
             g.hold_s > 0 and not g.paced(self._algo) for g in self._plan.tcp
         ):

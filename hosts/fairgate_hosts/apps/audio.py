@@ -12,13 +12,17 @@ sends one frame every ``--frame-ms`` at the current layer through an in-process 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.apps.cmhost import CMHost, UdpFlow
+from fairgate_hosts.apps.tcpcm import TcpCm, done_record, sample_lines
+from fairgate_hosts.cm.aimd import AGING_MODES
 from fairgate_hosts.cm.core import CMConfig
+from fairgate_hosts.kernel_cc import current_default, resolve_kernel_cc
 from fairgate_p4 import generated as g
 
 LAYERS_KBPS: tuple[int, ...] = (10, 20, 40, 80, 160, 320)
@@ -127,6 +131,7 @@ class AudioApp:
             host.request(self.flow, size, self)
         if now_us >= self.next_sample_us:
             sent = self.flow.sent_bytes
+            mf = host.cm.macroflows.get(host.dst)
             self.log.write(
                 {
                     "type": "sample",
@@ -135,6 +140,8 @@ class AudioApp:
                     "share_kbps": round(self.flow.rate_Bps * 8 / 1000, 2),
                     "sent_kbps": round((sent - self.last_sent) * 8 / self.interval_s / 1000, 2),
                     "bulk_flows": len(self.bulk_flows),
+                    "macroflow_kbps": round(mf.rate_Bps * 8 / 1000, 1) if mf else None,
+                    "losses": mf.aimd.losses + mf.aimd.timeouts if mf else None,
                 }
             )
             self.last_sent = sent
@@ -159,6 +166,43 @@ class AudioApp:
         }
 
 
+@dataclass
+class AudioWithTcp(AudioApp):
+    """The audio app plus TCP/CM connections on the same CM, hence the same macroflow
+    (Fig. 10: audio and a TCP/CM transfer to one receiver). The TCP side is ``tcpcm``'s
+    (grant-driven writes, TCP_INFO feedback, the kernel trace) writing its own log in
+    ``tcpcm``'s format; its grants reach it through ``CMHost.foreign_grant``."""
+
+    tcp: TcpCm | None = None
+    tcp_log: JsonlLog | None = None
+    tcp_start_us: int = 0
+    next_feedback_us: int = 0
+    next_tcp_sample_us: int = 0
+
+    def on_timer(self, host: CMHost, now_us: int) -> None:
+        super().on_timer(host, now_us)
+        tcp = self.tcp
+        if tcp is None or self.tcp_log is None:
+            return
+        if tcp.route is None:
+            tcp.route = lambda evs: host.handle(evs, self, monotonic_us())
+            host.foreign_grant = tcp.on_grant
+            self.tcp_start_us = now_us
+            self.next_tcp_sample_us = now_us + int(self.interval_s * 1e6)
+        while len(tcp.conns) < tcp.flows_n:
+            c = tcp.join()
+            sport = c.sock.getsockname()[1]
+            self.tcp_log.write({"type": "open", "role": "tcpcm", "flow": c.idx, "sport": sport})
+        host.handle(tcp.flush(now_us), self, now_us)
+        if now_us >= self.next_feedback_us:
+            tcp.feedback(now_us)
+            self.next_feedback_us = now_us + tcp.feedback_us
+        if now_us >= self.next_tcp_sample_us:
+            t_s = round((now_us - self.tcp_start_us) / 1e6, 3)
+            sample_lines(tcp, self.tcp_log, t_s, self.interval_s)
+            self.next_tcp_sample_us += int(self.interval_s * 1e6)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m fairgate_hosts.apps.audio",
@@ -180,7 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--initial-rate", type=float, default=192.0, help="kbit/s")
     p.add_argument("--max-rate", type=float, default=1000.0, help="macroflow cap, kbit/s")
     p.add_argument("--mss", type=int, default=1200, help="bytes per grant")
+    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
+    p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
+    p.add_argument("--tcp-flows", type=int, default=0, help="TCP/CM connections on the same CM (0)")
+    p.add_argument("--tcp-port", type=int, default=5001, help="their sink's TCP port")
+    p.add_argument("--tcp-log", default=None, help="their JSONL log (tcpcm's format)")
+    p.add_argument("--kernel-cc", default="auto", help="their kernel congestion control")
     return p
 
 
@@ -192,11 +242,13 @@ def main(argv: list[str] | None = None) -> int:
         initial_rate_Bps=args.initial_rate * 125.0,
         max_rate_Bps=args.max_rate * 125.0,
         burst_bytes=2 * args.mss,
+        aging=args.aging,
+        probes_per_rtt=args.probes_per_rtt,
     )
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "audio", "wall_time": time.time(), "args": vars(args)})
     host = CMHost(args.dst, args.port, cfg)
-    app = AudioApp(
+    app = AudioWithTcp(
         log,
         args.frame_ms,
         args.bulk,
@@ -204,11 +256,38 @@ def main(argv: list[str] | None = None) -> int:
         args.interval,
         audio=LayeredAudio(layers, layers[0]),
     )
+    if args.tcp_flows > 0:
+        if args.tcp_log is None:
+            print("audio: --tcp-flows needs --tcp-log", file=sys.stderr)
+            return 2
+        try:
+            kcc = resolve_kernel_cc(args.kernel_cc)
+        except ValueError as exc:
+            print(f"audio: {exc}", file=sys.stderr)
+            return 2
+        app.tcp = TcpCm(args.dst, args.tcp_port, host.cm, args.tcp_flows, kernel_cc=kcc)
+        app.tcp_log = JsonlLog(args.tcp_log)
+        app.tcp_log.write(
+            {"type": "agent", "agent": "tcpcm", "wall_time": time.time(), "args": vars(args)}
+        )
+        app.tcp_log.write({"type": "kernel_cc", "name": kcc or current_default()})
     stop = StopFlag().install()
     try:
         host.run(app, args.duration, min(0.005, args.frame_ms / 4000), stop)
-        log.write(app.done(monotonic_us()) | {"cm": host.stats()})
+        now = monotonic_us()
+        log.write(app.done(now) | {"cm": host.stats()})
+        if app.tcp is not None and app.tcp_log is not None:
+            app.tcp.feedback(now)
+            secs = max(1e-6, (now - app.tcp_start_us) / 1e6)
+            app.tcp_log.write(done_record(app.tcp, secs))
+    except OSError as exc:
+        print(f"audio: {exc}", file=sys.stderr)
+        return 1
     finally:
+        if app.tcp is not None:
+            app.tcp.close()
+        if app.tcp_log is not None:
+            app.tcp_log.close()
         host.close_all()
         log.close()
     return 1 if stop.stopped else 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.apps.cmhost import CMHost, UdpFlow
+from fairgate_hosts.cm.aimd import AGING_MODES
 from fairgate_hosts.cm.core import CMConfig
 from fairgate_p4 import generated as g
 
@@ -78,6 +79,7 @@ class BulkApp:
                 "flows": per,
                 "macroflow_kbps": round(mf.rate_Bps * 8 / 1000, 1) if mf else None,
                 "srtt_ms": round(mf.aimd.srtt_us / 1000, 2) if mf else None,
+                "losses": mf.aimd.losses + mf.aimd.timeouts if mf else None,
             }
         )
 
@@ -120,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--initial-rate", type=float, default=192.0, help="kbit/s")
     p.add_argument("--max-rate", type=float, default=20_000.0, help="macroflow cap, kbit/s")
     p.add_argument("--no-explicit", action="store_true", help="ignore the acks' rate field")
+    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
+    p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
     return p
 
@@ -135,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         initial_rate_Bps=args.initial_rate * 125.0,
         max_rate_Bps=args.max_rate * 125.0,
         burst_bytes=2 * args.mss,
+        aging=args.aging,
+        probes_per_rtt=args.probes_per_rtt,
     )
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "bulk", "wall_time": time.time(), "args": vars(args)})

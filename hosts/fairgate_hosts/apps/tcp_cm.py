@@ -102,7 +102,7 @@ class TcpOverCM:
         return float(self.cm.query(flow.fid)["rate_Bps"])
 
     def _set(self, flow: PacedFlow, rate_Bps: float | None) -> None:
-        if rate_Bps is not None:
+        if rate_Bps is not None and (self.cm is not None or rate_Bps > 0):
             flow.pacing_Bps = set_pacing_rate(flow.sock, max(self.min_rate_Bps, rate_Bps))
 
     def feedback(self, now_us: int) -> None:
@@ -167,7 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5001, help="server TCP port")
     p.add_argument("--flows", type=int, default=1, help="parallel connections (one macroflow)")
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--rate", type=float, help="fixed pacing rate per flow, kbit/s")
+    mode.add_argument(
+        "--rate",
+        type=float,
+        help="fixed pacing rate per flow, kbit/s (0: no pacing option, plain kernel TCP)",
+    )
     mode.add_argument("--cm", action="store_true", help="pacing rate from the CM")
     p.add_argument("--initial-rate", type=float, default=1000.0, help="CM initial rate, kbit/s")
     p.add_argument("--max-rate", type=float, default=50_000.0, help="CM rate cap, kbit/s")

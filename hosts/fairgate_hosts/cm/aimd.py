@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from fairgate_hosts.rtt import RttEstimator
 
+AGING_MODES = ("min_rtt", "srtt", "off")
+
 
 @dataclass(slots=True)
 class AimdRate:
@@ -47,6 +49,10 @@ class AimdRate:
     timeouts: int = 0
 
     def __post_init__(self) -> None:
+        if self.aging_basis not in AGING_MODES:
+            raise ValueError(
+                f"aging must be one of {', '.join(AGING_MODES)}, not {self.aging_basis!r}"
+            )
         if self.rate_Bps <= 0:
             self.rate_Bps = self.initial_rate_Bps
         self._clamp()

@@ -13,6 +13,7 @@ to (default: the one app the loop runs).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -62,6 +63,9 @@ class CMHostCore:
     flows: dict[int, Any] = field(default_factory=dict)
     probes_sent: int = 0
     send_errors: int = 0
+    # Grants for flows that are not this host's (TCP/CM connections sharing the CM,
+    # apps.audio --tcp-flows): handed over; the events of their notifies come back.
+    foreign_grant: Callable[[int, int, int], list[Event]] | None = None
     _notify: list[tuple[int, int]] = field(default_factory=list)
     _in_handle: bool = False
 
@@ -130,8 +134,11 @@ class CMHostCore:
             # would trail bytes it does not count, and the receiver (which counts what
             # arrives before the probe) would make the next interval look lossy.
             todo.sort(key=lambda ev: not isinstance(ev, SendProbe))
+            more: list[Event] = []
             for ev in todo:
-                if isinstance(ev, AppNotify):
+                if isinstance(ev, AppNotify) and ev.flow not in self.flows and self.foreign_grant:
+                    more += self.foreign_grant(ev.flow, ev.nbytes, now_us)
+                elif isinstance(ev, AppNotify):
                     self._grant(ev, app, now_us)
                 elif isinstance(ev, ChangeRate):
                     self._rate(ev, app, now_us)
@@ -139,7 +146,7 @@ class CMHostCore:
                     self.probes_sent += 1
                 else:
                     self.send_errors += 1
-            todo = []
+            todo = more
             pending, self._notify = self._notify, []
             for fid, n in pending:
                 if fid in self.cm.flows:

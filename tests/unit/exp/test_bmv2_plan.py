@@ -113,7 +113,10 @@ def test_cm_apps_run_as_the_hosts_apps_and_their_flows_are_named_as_in_the_simul
     bulk, audio = plan.cm
     cmd = cm_command(plan, bulk, 15.2, Path("/tmp/cm.jsonl"))
     assert cmd[1:4] == ["-m", "fairgate_hosts.apps.bulk", "--dst"]
-    assert cmd[cmd.index("--duration") + 1] == "14.300" and cmd[-2:] == ["--flows", "4"]
+    assert cmd[cmd.index("--duration") + 1] == "14.300"
+    assert cmd[cmd.index("--flows") + 1] == "4" and cmd[cmd.index("--aging") + 1] == "min_rtt"
+    # the apps' mss follows the rate header: UDP payload = the file's (1200 B)
+    assert cmd[cmd.index("--mss") + 1] == str(1200 - 28)
     cmd = cm_command(plan, audio, 30.0, Path("/tmp/voice.jsonl"))
     assert cmd[2] == "fairgate_hosts.apps.audio" and "--bulk" in cmd
     assert cmd[cmd.index("--layers") + 1] == "80,160,320,640,1280,2560"
@@ -127,3 +130,68 @@ def test_cm_apps_run_as_the_hosts_apps_and_their_flows_are_named_as_in_the_simul
         "10.0.1.1:5000": "voice-audio",
         "10.0.1.1:5002": "voice-0",
     }
+
+
+DROPTAIL_CM = """
+switches = ["s1", "s2"]
+hosts = [
+  { name = "h1", switch = "s1" }, { name = "h2", switch = "s1" },
+  { name = "r1", switch = "s2" }, { name = "r2", switch = "s2" },
+]
+links = [ { a = "s1", b = "s2", capacity = "250pkt/s", buffer = "50pkt" } ]
+tcp = [ { name = "reno", src = "h2", dst = "r2", congestion_control = "reno" } ]
+cm = [
+  %s,
+  { name = "late", src = "h1", dst = "r1", app = "bulk", flows = 1, start = "%s" },
+]
+[experiment]
+duration = "20s"
+algorithms = ["none"]
+"""
+
+
+TCM = ", ".join(
+    [
+        '{ name = "tcm", src = "h1", dst = "r1", app = "tcp", flows = 4',
+        'weights = [1, 1, 2, 4], stagger = "1s", aging = "srtt", mss = "1000B", stop = "20s" }',
+    ]
+)
+
+
+def test_tcpcm_apps_run_as_tcpcm_with_the_files_settings(tmp_path: Path) -> None:
+    from fairgate_exp.engines.bmv2 import TCPCM_INITCWND, tcpcm_host_commands
+
+    f = tmp_path / "cmdt.toml"
+    f.write_text(DROPTAIL_CM % (TCM, "0s"))
+    # two apps of h1 towards r1 at once would be one macroflow of one CM: not on BMv2
+    with pytest.raises(ValueError, match="share h1's macroflow to r1"):
+        lab_topology(load(f))
+    f.write_text((DROPTAIL_CM % (TCM, "20s")).replace('duration = "20s"', 'duration = "30s"'))
+    plan = load(f)
+    lab_topology(plan)
+    tcm = plan.cm[0]
+    cmd = cm_command(plan, tcm, 0.0, Path("/tmp/tcm.jsonl"))
+    assert cmd[2] == "fairgate_hosts.apps.tcpcm" and cmd[cmd.index("--flows") + 1] == "4"
+    assert cmd[cmd.index("--weights") + 1] == "1,1,2,4"
+    assert cmd[cmd.index("--stagger") + 1] == "1" and cmd[cmd.index("--aging") + 1] == "srtt"
+    assert cmd[cmd.index("--mss") + 1] == "1000"
+    assert cmd[cmd.index("--duration") + 1] == "20.000"
+    cmds = tcpcm_host_commands("10.0.1.254")
+    assert "sysctl -qw net.ipv4.tcp_slow_start_after_idle=0" in cmds
+    assert cmds[-1] == f"ip route change default via 10.0.1.254 initcwnd {TCPCM_INITCWND}"
+
+
+def test_audio_runs_its_tcpcm_neighbour_on_one_cm() -> None:
+    """Fig. 10: audio and TCP/CM to one receiver are one macroflow, so on BMv2 the audio
+    app's process runs the TCP/CM connections on its CM."""
+    from fairgate_exp.engines.bmv2 import cm_shared_hosts
+
+    plan = load(EXPERIMENTS_DIR / "cm-audio.toml")
+    lab_topology(plan)
+    assert cm_shared_hosts(plan) == {"tcpcm": "voice"}
+    voice, tcpcm = plan.cm
+    cmd = cm_command(plan, voice, 1.0, Path("/tmp/v.jsonl"), "fg_cm", (tcpcm, Path("/tmp/t.jsonl")))
+    assert cmd[2] == "fairgate_hosts.apps.audio"
+    assert cmd[cmd.index("--tcp-flows") + 1] == "1"
+    assert cmd[cmd.index("--tcp-log") + 1] == "/tmp/t.jsonl"
+    assert cmd[cmd.index("--kernel-cc") + 1] == "fg_cm"

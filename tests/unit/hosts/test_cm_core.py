@@ -71,6 +71,27 @@ def test_aging_halves_per_min_rtt_after_one_srtt() -> None:
     assert b.age(10_000_000, active=False) == 0 and b.rate_Bps == 800_000
 
 
+def test_aging_half_life_srtt_or_off() -> None:
+    """Fig. 6's alternatives: halving every smoothed RTT, or never."""
+    s = AimdRate(initial_rate_Bps=800_000, aging_basis="srtt")
+    s.on_ack(0, 200_000, 0)
+    s.on_ack(0, 50_000, 0)
+    srtt = s.srtt_us
+    assert s.min_rtt_us == 50_000 and srtt > 150_000
+    assert s.age(int(srtt), active=True) == 1
+    # the next halvings come one srtt apart, not one min RTT (three of those would be 3)
+    assert s.age(int(srtt) + 3 * 50_000, active=True) == 0
+    assert s.age(2 * int(srtt), active=True) == 1
+    off = AimdRate(initial_rate_Bps=800_000, aging_basis="off")
+    off.on_ack(0, 100_000, 0)
+    assert off.age(10_000_000, active=True) == 0 and off.rate_Bps == 800_000
+    with pytest.raises(ValueError, match="aging must be one of"):
+        AimdRate(aging_basis="mean")
+    cm = CongestionManager(CMConfig(aging="srtt"))
+    cm.open("a", "b")
+    assert cm.macroflows["b"].aimd.aging_basis == "srtt"
+
+
 def test_probe_bookkeeping_with_lost_probes_and_responses() -> None:
     book = ProbeBook()
     rx = ReceiverCore()

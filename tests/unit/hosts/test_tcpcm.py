@@ -1,0 +1,117 @@
+"""TCP/CM on loopback: the CM's grants, not the kernel, set what each connection sends."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from fairgate_hosts.agentio import monotonic_us
+from fairgate_hosts.apps.tcpcm import TcpCm
+from fairgate_hosts.cm.core import CMConfig, CongestionManager
+
+
+def _sink(srv: socket.socket, n: int, got: list[int], stop: threading.Event) -> None:
+    conns = [srv.accept()[0] for _ in range(n)]
+    for c in conns:
+        c.settimeout(0.05)
+    while not stop.is_set():
+        for i, c in enumerate(conns):
+            try:
+                data = c.recv(65536)
+            except TimeoutError:
+                continue
+            got[i] += len(data)
+    for c in conns:
+        c.close()
+
+
+def test_grants_set_the_rate_and_the_kernel_window_never_binds() -> None:
+    # A fixed CM rate (no loss on loopback, rate capped at max; 690 segments/s so that
+    # delayed acks never leave the CM a smoothed RTT without feedback) split 1:3 between
+    # two connections: what is sent is the CM's rate and the weights, and every poll of
+    # TCP_INFO finds room in the kernel's window whenever granted data waited.
+    rate_Bps = 1_000_000.0
+    cm = CongestionManager(
+        CMConfig(mss=1448, initial_rate_Bps=rate_Bps, max_rate_Bps=rate_Bps, probing=False)
+    )
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    got = [0, 0]
+    stop = threading.Event()
+    th = threading.Thread(target=_sink, args=(srv, 2, got, stop), daemon=True)
+    th.start()
+    app = TcpCm("127.0.0.1", srv.getsockname()[1], cm, 2, [1.0, 3.0], feedback_us=5_000)
+    try:
+        app.connect()
+        start = monotonic_us()
+        end = start + 2_000_000
+        while (now := monotonic_us()) < end:
+            app.feedback(now)
+            app.pump(min(end, now + app.feedback_us))
+        secs = (monotonic_us() - start) / 1e6
+    finally:
+        app.close()
+        stop.set()
+        th.join(2)
+        srv.close()
+    total = sum(c.written for c in app.conns)
+    assert total / secs == pytest.approx(rate_Bps, rel=0.1)
+    assert app.conns[1].written / app.conns[0].written == pytest.approx(3, rel=0.15)
+    for c in app.conns:
+        assert c.trace.samples > 200
+        assert c.trace.cwnd_bound == 0, c.trace.as_json()
+        # the kernel never held more than a grant or two unsent (TCP_NOTSENT_LOWAT)
+        assert c.trace.max_notsent <= 2 * 1448, c.trace.as_json()
+
+
+def test_a_shared_cm_hands_tcp_grants_over_and_carries_out_their_events() -> None:
+    """apps.audio --tcp-flows: the UDP host core and TCP/CM share one CM; grants of the
+    TCP flow go to ``foreign_grant``, and the events its notify returns (grants for the
+    UDP flow) are carried out by the host, both at the macroflow's rate."""
+    from dataclasses import dataclass
+
+    from fairgate_hosts.cm.host import CMFlow, CMHostCore
+
+    @dataclass
+    class FakeHost(CMHostCore):
+        sent: int = 0
+
+        def _send_data(self, flow: object, data: bytes) -> bool:
+            self.sent += 1
+            return True
+
+        def _send_probe(self, dst: str, data: bytes) -> bool:
+            return True
+
+    class Sender:
+        def on_grant(self, host: FakeHost, flow: CMFlow, nbytes: int, now_us: int) -> None:
+            host.send(flow, nbytes, now_us)
+
+        def on_rate(self, *a: object) -> None: ...
+
+        def on_timer(self, *a: object) -> None: ...
+
+    cfg = CMConfig(mss=1000, initial_rate_Bps=100_000, probing=False, aging="off")
+    host = FakeHost("10.0.0.2", cfg=cfg)  # no feedback here: no aging either
+    udp = CMFlow(host.cm.open("", "10.0.0.2", now_us=0), 1.0)
+    host.flows[udp.fid] = udp
+    tcp_fid = host.cm.open("", "10.0.0.2", now_us=0, probed=False)
+    tcp_bytes: list[int] = []
+
+    def foreign(fid: int, nbytes: int, now_us: int) -> list[object]:
+        assert fid == tcp_fid
+        tcp_bytes.append(nbytes)
+        return host.cm.notify(fid, nbytes, now_us)  # type: ignore[return-value]
+
+    host.foreign_grant = foreign  # type: ignore[assignment]
+    app = Sender()
+    host.handle(host.cm.request(udp.fid, 1 << 30, 0), app, 0)
+    host.handle(host.cm.request(tcp_fid, 1 << 30, 0), app, 0)
+    for t in range(1, 1001):  # one second in 1 ms ticks
+        host.handle(host.cm.tick(t * 1000), app, t * 1000)
+    # 100 kB/s split evenly: ~50 grants of 1000 B each
+    assert sum(tcp_bytes) == pytest.approx(50_000, rel=0.1)
+    assert host.sent * 1000 == pytest.approx(50_000, rel=0.1)
