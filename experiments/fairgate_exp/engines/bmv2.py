@@ -280,6 +280,8 @@ class Bmv2Engine:
     tcpcm_hosts: set[str] = field(default_factory=set)
     tcpcm_cc: str = "auto"
     tcpcm_cc_note: str | None = None
+    #: fg_cm was registered by this run (so the run unregisters it when it closes)
+    tcpcm_cc_ours: bool = False
 
     def build(self, plan: Plan, algo: str, run_dir: Path) -> None:
         self._plan, self._algo = plan, algo
@@ -410,8 +412,10 @@ class Bmv2Engine:
         from fairgate_hosts import kernel_cc
 
         try:
+            ours = not kernel_cc.registered()
             kernel_cc.register(run_dir / "fg_cm")
             self.tcpcm_cc = kernel_cc.NAME
+            self.tcpcm_cc_ours = ours
         except kernel_cc.KernelCCError as exc:
             self.tcpcm_cc = "reno"
             self.tcpcm_cc_note = f"fg_cm unavailable ({exc}): Reno with initcwnd 2^30"
@@ -725,6 +729,8 @@ class Bmv2Engine:
             if self.net is not None:
                 self.net.stop()
         facts: dict[str, Any] = {"wall_s": round(wall, 1), "rtt_emulation": "ack-delay"}
+        if self.tcpcm_cc_ours:
+            facts["tcpcm_kernel_cc_unregistered"] = self._unregister_kernel_cc()
         if lines:
             facts["rtt_emulation"] = "ack-delay and delay lines (hosts' access delays)"
             facts["delay_lines"] = {h: delay_line_summary(c) for h, c in lines.items()}
@@ -740,6 +746,18 @@ class Bmv2Engine:
         ):
             facts["tcp_hold"] = "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
         return facts
+
+    def _unregister_kernel_cc(self) -> str:
+        """Take back fg_cm, which this run registered (machine-wide kernel state: it
+        stays only as long as the run that needed it)."""
+        from fairgate_hosts import kernel_cc
+
+        self.tcpcm_cc_ours = False
+        try:
+            kernel_cc.unregister()
+        except kernel_cc.KernelCCError as exc:
+            return f"failed: {exc}"
+        return "yes"
 
 
 def delay_line_summary(counts: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ def test_fg_cm_window_is_huge_on_a_real_socket(tmp_path: Path) -> None:
     why = None if kernel_cc.registered() else kernel_cc.missing_tools()
     if why:
         pytest.skip(why)
+    ours = not kernel_cc.registered()
     kernel_cc.register(tmp_path / "fg_cm")
     assert kernel_cc.registered()
     from fairgate_hosts.kernel_tcp import kernel_info
@@ -48,3 +49,6 @@ def test_fg_cm_window_is_huge_on_a_real_socket(tmp_path: Path) -> None:
     finally:
         for s in (cli, peer, srv):
             s.close()
+        if ours:  # take back the machine-wide state this test added
+            kernel_cc.unregister()
+            assert not kernel_cc.registered()
