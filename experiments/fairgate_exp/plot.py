@@ -10,13 +10,28 @@ from fairgate_exp.oracle import maxmin_pps
 from fairgate_exp.plan import Plan
 
 
-def plot_run(
-    run_dir: Path, plan: Plan, flows: list[dict[str, Any]], ports: list[dict[str, Any]]
-) -> list[Path]:
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(plt: Any, fig: Any, out: Path) -> list[Path]:
+    """Lay out, write ``out`` (90 dpi) and free the figure."""
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return [out]
+
+
+def plot_run(
+    run_dir: Path, plan: Plan, flows: list[dict[str, Any]], ports: list[dict[str, Any]]
+) -> list[Path]:
+    plt = _pyplot()
 
     algos = (
         list(dict.fromkeys(r["algo"] for r in flows))
@@ -50,19 +65,12 @@ def plot_run(
         ax.set_xlabel("time (s)")
         ax.set_ylabel("queue (pkt)")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = run_dir / f"{plan.name}.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return [out]
+    return _save(plt, fig, run_dir / f"{plan.name}.png")
 
 
 def plot_tcp(run_dir: Path, plan: Plan, tcp: list[dict[str, Any]]) -> list[Path]:
     """Completed TCP flows per second over time (by completion time), one line per run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for label in dict.fromkeys(r["algo"] for r in tcp):
@@ -79,20 +87,13 @@ def plot_tcp(run_dir: Path, plan: Plan, tcp: list[dict[str, Any]]) -> list[Path]
     ax.set_ylabel("completed flows/s")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = run_dir / f"{plan.name}-tcp.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return [out]
+    return _save(plt, fig, run_dir / f"{plan.name}-tcp.png")
 
 
 def plot_bulk(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Path]:
     """Bulk TCP flows after warm-up, per run: goodput over the max-min share (Jain in the
     legend) and retransmissions, one bar per flow labelled with its base RTT."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     runs = {a: r for a, r in per_algo.items() if "tcp_flows" in r}
     if not runs:
@@ -125,11 +126,7 @@ def plot_bulk(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Path]
     ax_r.set_ylabel("retransmissions after warm-up")
     ax_r.set_xlabel("flow (base RTT)")
     ax_r.legend(fontsize=8)
-    fig.tight_layout()
-    out = run_dir / f"{plan.name}-goodput.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return [out]
+    return _save(plt, fig, run_dir / f"{plan.name}-goodput.png")
 
 
 def plot_traces(
@@ -138,10 +135,7 @@ def plot_traces(
     """``measure.traces``: per run, the flows' sequence traces (packets delivered over
     time, x at each new loss event), their rates over 1 s and the measured ports' loss
     events per period (the CM papers' Figs. 2, 6, 9 are sequence traces)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     algos = list(dict.fromkeys(r["algo"] for r in traces))
     fig, axes = plt.subplots(3, len(algos), figsize=(6 * len(algos), 9), squeeze=False)
@@ -184,21 +178,14 @@ def plot_traces(
         ax_d.set_xlabel("time (s)")
         if ax_d.get_legend_handles_labels()[0]:
             ax_d.legend(fontsize=7)
-    fig.tight_layout()
-    out = run_dir / f"{plan.name}-traces.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return [out]
+    return _save(plt, fig, run_dir / f"{plan.name}-traces.png")
 
 
 def plot_losses(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Path]:
     """Loss rate (drops over arrivals, after warm-up) of each measured port, labelled with
     the CM apps whose receiver it serves (the CM paper's Fig. 4: loss vs feedback
     frequency; Fig. 6: aging's half-life), when the run has CM apps and several ports."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     if not plan.cm or len(plan.measured) < 2:
         return []
@@ -221,8 +208,4 @@ def plot_losses(run_dir: Path, plan: Plan, per_algo: dict[str, Any]) -> list[Pat
     ax.set_ylabel("loss rate after warm-up")
     ax.set_title(f"{plan.name}: loss rate per bottleneck")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = run_dir / f"{plan.name}-loss.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return [out]
+    return _save(plt, fig, run_dir / f"{plan.name}-loss.png")
