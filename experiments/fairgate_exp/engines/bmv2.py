@@ -21,6 +21,7 @@ from typing import Any
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import SENDER_MODE, tcp_specs
+from fairgate_hosts.apps.audio import audio_account
 from fairgate_p4.header import HEADER_BYTES
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
 from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
@@ -554,14 +555,7 @@ class Bmv2Engine:
                 f["rto_timeouts"] = sum(x["timeouts_reported"] for x in flows)
                 f["kernel_cwnd_bound_polls"] = done.get("cwnd_bound_polls")
             if a.app == "audio":
-                secs = max(1e-6, float(done["t_s"]))
-                f["audio"] = {
-                    "sent_kbps": round(done["sent_bytes"] * 8 / secs / 1000, 2),
-                    "seconds_per_layer": done["seconds_per_layer"],
-                    "layer_changes": done["layer_changes"],
-                    "frames": done["frames"],
-                    "frames_skipped": done["frames_skipped"],
-                }
+                f["audio"] = audio_account(done)
             out[a.name] = f
         return out
 

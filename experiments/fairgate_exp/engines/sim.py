@@ -16,7 +16,7 @@ from fairgate_controller.ficcrd import FiccrdConfig
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import LINE_RATE_BPS, CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import SENDER_MODE, tcp_specs
-from fairgate_hosts.apps.audio import AudioApp, LayeredAudio
+from fairgate_hosts.apps.audio import AudioApp, LayeredAudio, audio_account
 from fairgate_hosts.apps.bulk import BulkApp
 from fairgate_hosts.cm.core import CMConfig
 from fairgate_hosts.receiver import ReceiverCore
@@ -102,14 +102,7 @@ def cm_facts(app: BulkApp | AudioApp | TcpCmApp, host: SimCMHost) -> dict[str, A
     if isinstance(app, AudioApp) and isinstance(app.log, MemoryLog):
         done = next((r for r in reversed(app.log.records) if r.get("type") == "done"), None)
         if done is not None:  # the audio's own account: bytes sent and time per layer
-            secs = max(1e-6, float(done["t_s"]))
-            out["audio"] = {
-                "sent_kbps": round(done["sent_bytes"] * 8 / secs / 1000, 2),
-                "seconds_per_layer": done["seconds_per_layer"],
-                "layer_changes": done["layer_changes"],
-                "frames": done["frames"],
-                "frames_skipped": done["frames_skipped"],
-            }
+            out["audio"] = audio_account(done)
     return out
 
 

@@ -166,6 +166,19 @@ class AudioApp:
         }
 
 
+def audio_account(done: dict[str, Any]) -> dict[str, Any]:
+    """The run facts of an audio app's ``done`` record (:meth:`AudioApp.done`): mean
+    kbit/s sent, seconds per layer, layer changes and frames; both engines report this."""
+    secs = max(1e-6, float(done["t_s"]))
+    return {
+        "sent_kbps": round(done["sent_bytes"] * 8 / secs / 1000, 2),
+        "seconds_per_layer": done["seconds_per_layer"],
+        "layer_changes": done["layer_changes"],
+        "frames": done["frames"],
+        "frames_skipped": done["frames_skipped"],
+    }
+
+
 @dataclass
 class AudioWithTcp(AudioApp):
     """The audio app plus TCP/CM connections on the same CM, hence the same macroflow
