@@ -21,12 +21,12 @@ value.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
 
 from fairgate_p4 import generated as g
+from fairgate_p4.genfile import write_or_check
 
 #: Fraction bits of a log value: log2 in units of 1/32.
 LOG_FRAC = 5
@@ -263,18 +263,7 @@ def render_tables() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="write p4src/tna/ficcrd_math_tables.p4")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
-    args = parser.parse_args(argv)
-    text = render_tables()
-    if args.check:
-        if not TABLES_P4.exists() or TABLES_P4.read_text() != text:
-            print(f"{TABLES_P4} is stale: run `python -m fairgate_p4.tna_math`", file=sys.stderr)
-            return 1
-        return 0
-    TABLES_P4.parent.mkdir(parents=True, exist_ok=True)
-    TABLES_P4.write_text(text)
-    return 0
+    return write_or_check(argv, TABLES_P4, render_tables(), "fairgate_p4.tna_math")
 
 
 if __name__ == "__main__":

@@ -28,11 +28,11 @@ xcp_math (v1model's arithmetic) and with exact arithmetic.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from fairgate_p4 import xcp_math as xm
+from fairgate_p4.genfile import write_or_check
 
 #: e' = e + KEY_BIAS + 2^16 s (s: the sign bit of lg_xi).
 KEY_BIAS = 1 << 15
@@ -156,17 +156,7 @@ def render_tables() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="write p4src/tna/xcp_pow2_tables.p4")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
-    args = parser.parse_args(argv)
-    text = render_tables()
-    if args.check:
-        if not TABLES_P4.exists() or TABLES_P4.read_text() != text:
-            print(f"{TABLES_P4} is stale: run `python -m fairgate_p4.tna_xcp`", file=sys.stderr)
-            return 1
-        return 0
-    TABLES_P4.write_text(text)
-    return 0
+    return write_or_check(argv, TABLES_P4, render_tables(), "fairgate_p4.tna_xcp")
 
 
 if __name__ == "__main__":
