@@ -136,7 +136,7 @@ dashboard: $(STAMP)
 	$(PY) -m fairgate_exp dashboard $(RUN)
 
 report: $(STAMP)
-	$(PY) -m fairgate_exp report --results $(RESULTS) --doc docs/results.md
+	$(PY) -m fairgate_exp report --results $(RESULTS) --archive docs/records --doc docs/results.md $(if $(STRICT),--strict) $(if $(DROP),--drop $(DROP))
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache
