@@ -101,8 +101,12 @@ def test_archive_holds_exactly_the_cited_record_files(tmp_path: Path) -> None:
     _record(results, "alpha", "20260101T000000Z-sim-lab-a", 50.0)
     newest = _record(results, "alpha", "20260102T000000Z-sim-lab-b", 97.0)
     _sweep(results, "swept", "20260101T000000Z", 0.9)
+    archive.mkdir(parents=True)
+    (archive / "README.md").write_text("what this folder is\n")
     rep = update(doc, results, exps, archive=archive)
     assert rep.changed and not rep.kept
+    assert (archive / "README.md").read_text() == "what this folder is\n"
+    (archive / "README.md").unlink()
     tree = _tree(archive)
     assert sorted(tree) == [
         "alpha/20260102T000000Z-sim-lab-b/experiment.json",
