@@ -169,7 +169,7 @@ def test_absent_records_keep_the_previous_sections_verbatim_and_marked(
     _record(results, "beta", "20260102T000000Z-sim-lab-b", 55.0, engine="bmv2")
     _sweep(results, "swept", "20260101T000000Z", 0.9)
     before = update(doc, results, exps).text  # no archive: as on the old machine
-    shutil.rmtree(results)
+    results.rename(tmp_path / "elsewhere")
     rep = update(doc, results, exps, archive=archive)
     text = rep.text
     assert rep.changed
@@ -189,6 +189,10 @@ def test_absent_records_keep_the_previous_sections_verbatim_and_marked(
     # a second run keeps them again without a second note
     rep = update(doc, results, exps, archive=archive)
     assert not rep.changed and rep.text.count(NOTE) == 3
+    # the records back: the sections are made from them again, the notes gone
+    (tmp_path / "elsewhere").rename(results)
+    rep = update(doc, results, exps, archive=archive)
+    assert rep.text == before and not rep.kept
 
 
 def test_a_fresh_record_of_one_experiment_changes_only_its_section(tmp_path: Path) -> None:
