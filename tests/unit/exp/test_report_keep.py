@@ -257,6 +257,18 @@ def test_a_section_whose_file_is_gone_is_removed_and_named(tmp_path: Path) -> No
     assert rep.removed == ["alpha"] and "(`alpha`)" not in rep.text
 
 
+def test_a_section_whose_file_cannot_be_read_is_kept(tmp_path: Path) -> None:
+    exps, results, archive, doc = _files(tmp_path)
+    _record(results, "beta", "20260102T000000Z-sim-lab-b", 55.0)
+    before = update(doc, results, exps).text
+    shutil.rmtree(results)
+    (exps / "beta.toml").write_text("[experiment\n")  # a syntax error: skipped by the report
+    rep = update(doc, results, exps, archive=archive)
+    assert [k.name for k in rep.kept] == ["beta"] and not rep.removed
+    assert "| run | f1 | 100 | 55 |" in _section(rep.text, "beta")
+    assert _section(before, "alpha") == _section(rep.text, "alpha")  # nothing to lose there
+
+
 def test_make_report_warns_of_each_kept_section_and_strict_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
