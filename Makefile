@@ -15,6 +15,8 @@ SCALE    ?= lab
 # where run records go and where make report reads them (results/<experiment>/<run-id>/)
 RESULTS  ?= results
 STRICT   ?=
+# make report: experiments whose new section replaces the previous one even if it shows less
+DROP     ?=
 STAMP    := $(VENV)/.fairgate-deps
 
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
@@ -45,6 +47,8 @@ help:
 	@echo "                     docs/dashboard.md) [SPEED=sim s per wall s, 0 = flat out]"
 	@echo "  make dashboard RUN=results/<exp>/<run-id|latest>  replay a run in the dashboard"
 	@echo "  make report        write docs/results.md from the newest runs and experiments/*.toml [RESULTS=dir, default results]"
+	@echo "                     and docs/records/ (the cited records, refreshed); a section whose records are absent is"
+	@echo "                     kept and warned about [STRICT=1: fail instead] [DROP=name,...: replace it anyway]"
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
 	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
@@ -136,7 +140,7 @@ dashboard: $(STAMP)
 	$(PY) -m fairgate_exp dashboard $(RUN)
 
 report: $(STAMP)
-	$(PY) -m fairgate_exp report --results $(RESULTS) --doc docs/results.md
+	$(PY) -m fairgate_exp report --results $(RESULTS) --archive docs/records --doc docs/results.md $(if $(STRICT),--strict) $(if $(DROP),--drop $(DROP))
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .ruff_cache

@@ -52,7 +52,25 @@ def parser() -> argparse.ArgumentParser:
         "report", help="regenerate docs/results.md from the newest runs and the files"
     )
     rep.add_argument("--results", type=Path, default=Path("results"))
+    rep.add_argument(
+        "--archive",
+        type=Path,
+        default=None,
+        help="the committed archive of cited records (make report: docs/records), read "
+        "before --results and refreshed with exactly the records the document cites",
+    )
     rep.add_argument("--doc", type=Path, default=Path("docs/results.md"))
+    rep.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail instead of keeping a previous section whose records are not here",
+    )
+    rep.add_argument(
+        "--drop",
+        default="",
+        help="comma-separated experiments whose new section is written even if it shows "
+        "less than the previous one (their absent records' numbers go)",
+    )
     c = sub.add_parser("check", help="validate a file; print its resolved form")
     c.add_argument("exp")
     c.add_argument("--scale", default=None)
@@ -69,6 +87,41 @@ def dash_args(r: argparse.ArgumentParser) -> None:
     g.add_argument("--dashboard-exit", action="store_true", help="stop serving when the run ends")
 
 
+def report(args: argparse.Namespace) -> int:
+    """``make report``: the document, a warning per previous section kept or removed."""
+    from fairgate_exp.report import ReportError, update
+
+    drop = {n for n in args.drop.split(",") if n}
+    try:
+        rep = update(args.doc, args.results, archive=args.archive, strict=args.strict, drop=drop)
+    except ReportError as exc:
+        print(f"report (strict): {exc}; {args.doc} not written", file=sys.stderr)
+        return 1
+    for k in rep.kept:
+        why = (
+            f"records {', '.join(k.absent)} are not on this machine"
+            if k.absent
+            else (f"experiments/{k.name}.toml could not be read")
+        )
+        line = f"report: WARNING kept section `{k.name}` from the previous report: {why}"
+        if k.unshown:
+            line += (
+                f"; records here it would have shown instead: {', '.join(k.unshown)} "
+                f"(make report DROP={k.name} shows them and drops the absent ones' numbers)"
+            )
+        print(line, file=sys.stderr)
+    for name in rep.removed:
+        print(f"report: removed section `{name}`: no experiments/{name}.toml", file=sys.stderr)
+    roots = f"{args.archive} and {args.results}" if args.archive else str(args.results)
+    print(f"report: {args.doc} {'updated' if rep.changed else 'unchanged'} from {roots}")
+    if rep.archived is not None:
+        print(
+            f"report: archive {args.archive}: {len(rep.archived.written)} file(s) written, "
+            f"{len(rep.archived.removed)} removed"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.cmd == "dashboard":
@@ -80,11 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dashboard: {exc}", file=sys.stderr)
             return 2
     if args.cmd == "report":
-        from fairgate_exp.report import update
-
-        changed = update(args.doc, args.results)
-        print(f"report: {args.doc} {'updated' if changed else 'unchanged'} from {args.results}")
-        return 0
+        return report(args)
     try:
         plan = load(args.exp, args.scale)
         algos = plan.algorithms if getattr(args, "algo", "all") == "all" else args.algo.split(",")

@@ -49,7 +49,7 @@ def test_report_renders_paper_numbers_and_the_newest_record(tmp_path: Path) -> N
     _record(results, "20260102T000000Z-sim-lab-bbbbbbb", 97.0)
     _record(results, "20260103T000000Z-sim-paper-ccccccc", 4990.0, "paper", 5000.0)
 
-    assert update(doc, results, exps)
+    assert update(doc, results, exps).changed
     text = doc.read_text()
     assert "| flow f1 (Mbit/s) | 42.5 |" in text
     assert "Source: Somebody Fig. 7." in text
@@ -59,7 +59,7 @@ def test_report_renders_paper_numbers_and_the_newest_record(tmp_path: Path) -> N
     assert "pass 0.03" in text
     assert "No run record yet (sweep file): `make sim EXP=idle`" in text
     assert "old ficcrd table" not in text  # nothing typed by hand is copied in
-    assert not update(doc, results, exps)  # a second run changes nothing
+    assert not update(doc, results, exps).changed  # a second run changes nothing
 
 
 def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_report_renders_the_newest_sweep_one_row_per_point(tmp_path: Path) -> No
         (out / "sweep.json").write_text(
             json.dumps({"grid": grid, "zip": zipped, "rows": rows, "elapsed_s": 1.0})
         )
-    assert update(doc, results, exps)
+    assert update(doc, results, exps).changed
     text = doc.read_text()
     assert "| links.0.delay | flows.0.stagger | algorithm | port |" in text
     assert "| 500ms | 1s | lestas | s1->s2 | 0.99 | 103 | 0 | utilisation pass 0.99 |" in text
