@@ -18,7 +18,9 @@ simulated seconds per wall second and per CPU second of the run (the headlines: 
 compiled build's, by CPU time, which on a shared machine leaves out the others' load),
 simulated packets (every packet through every output port: data and acks, all hops) and
 scheduled events per wall second, the child's peak resident memory (``ru_maxrss``), and
-the figures of the code before issue 17 (benchmarks/sim_before.json) beside them. All of
+the figures of the code before issue 17 (benchmarks/sim_before.json) beside them, and
+for the dumbbells each flow's mean rate over the second half over its max-min share
+(``rate/fair``, the oracle's: C / N when s1 -> s2 is the bottleneck). All of
 the experiment run is timed (the driver and the simulator engine of ``fairgate_exp``,
 as ``make sim`` runs a file; building the network takes a few ms of it), but not the
 imports of its modules (done first: a process's one-time cost). Writes
@@ -41,7 +43,6 @@ from typing import Any
 from benchlib import Headline, write
 
 TOP = Path(__file__).resolve().parent.parent
-FRAME = 1242
 #: the same cases measured on the code before issue 17 (SimPy), for the "before" column
 BEFORE = Path(__file__).resolve().parent / "sim_before.json"
 CASES = ("155-50-qfcp", "155-50-lestas", "10-4-qfcp", "1000-50-qfcp", "parking-lot-paper")
@@ -71,16 +72,26 @@ def _timed_run(plan: Any, algo: str) -> tuple[dict[str, Any], Any, float, float]
     return res, engine, wall, cpu
 
 
-def measure(users: int, mbps: float, seconds: float, algo: str) -> dict[str, Any]:
+def bench_plan(users: int, mbps: float, seconds: float) -> Any:
+    """The dumbbell cases' network: 7 host pairs, users entering over 0.1 s, receivers
+    holding acks 40 ms, access links faster than the bottleneck (``inline.dumbbell``'s
+    default), so the bottleneck s1 -> s2 is every flow's only one (C / N each)."""
     from fairgate_exp.inline import dumbbell, plan_of
-    from fairgate_exp.metrics import mean_in
 
-    # 7 host pairs, users entering over 0.1 s, receivers holding acks 40 ms
     doc = dumbbell(users, f"{mbps:g}Mbit/s", seconds, hosts=7, stagger=f"{0.1 / users:g}s")
-    plan = plan_of(doc, "bench-dumbbell")
+    return plan_of(doc, "bench-dumbbell")
+
+
+def measure(users: int, mbps: float, seconds: float, algo: str) -> dict[str, Any]:
+    from fairgate_exp.metrics import mean_in
+    from fairgate_exp.oracle import maxmin_pps
+
+    plan = bench_plan(users, mbps, seconds)
     res, engine, wall, cpu = _timed_run(plan, algo)
-    fair = mbps * 1e6 / 8 / FRAME / users
-    tail = [(mean_in(r, seconds / 2, seconds) or 0.0) / fair for r in res["rates"].values()]
+    # each flow against its max-min share (the oracle's, over every port of the plan: a
+    # network whose bottleneck is not s1 -> s2 cannot pass as C / N)
+    fair = maxmin_pps(plan)
+    tail = [(mean_in(r, seconds / 2, seconds) or 0.0) / fair[f] for f, r in res["rates"].items()]
     return {
         "case": f"{users} users {mbps:g} Mbit/s {algo}",
         "users": users,

@@ -7,9 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fairgate_exp import units
 from fairgate_exp.check import check
 from fairgate_exp.load import validate
-from fairgate_exp.plan import Plan, build_plan
+from fairgate_exp.plan import LINE_RATE_BPS, Plan, build_plan
+
+FRAME_FOR_ACCESS = 1242
+"""Frame size for a capacity given in pkt/s when sizing the access links (the default
+1200 B payload's frame): only decides whether they must be faster than the line rate."""
 
 
 def plan_of(doc: dict[str, Any], name: str = "inline", scale: str | None = None) -> Plan:
@@ -41,11 +46,29 @@ def dumbbell(
     buffer: str = "64pkt",
     stagger: str = "0s",
     algorithm: str = "qfcp",
+    access: str | None = None,
 ) -> dict[str, Any]:
     """``users`` greedy flows from h1..h<hosts> on s1 to r1..r<hosts> on s2 (round robin)
-    over one bottleneck s1 -> s2 of ``capacity``; receivers hold acks ``ack_delay``."""
-    hs = [{"name": f"h{i}", "switch": "s1"} for i in range(1, hosts + 1)]
-    rs = [{"name": f"r{i}", "switch": "s2", "ack_delay": ack_delay} for i in range(1, hosts + 1)]
+    over one bottleneck s1 -> s2 of ``capacity``; receivers hold acks ``ack_delay``.
+
+    The access links (host uplinks, s2 -> receivers) and the bottleneck's reverse
+    direction run at ``access``; by default at the line rate (100 Mbit/s), or at twice
+    ``capacity`` when that is faster, so that s1 -> s2 stays the one bottleneck: at the
+    line rate, 7 hosts reach only 700 Mbit/s of a 1 Gbit/s link, the receivers' ports
+    become the bottlenecks and the senders' uplinks (host queues no switch controls)
+    saturate with them."""
+    if access is None:
+        bps = units.parse_rate(capacity, "capacity").bps(FRAME_FOR_ACCESS)
+        access = str(units.Rate(2 * bps, "bit/s")) if 2 * bps > LINE_RATE_BPS else None
+    fast = {} if access is None else {"capacity": access, "uplink": access}
+    hs = [{"name": f"h{i}", "switch": "s1", **fast} for i in range(1, hosts + 1)]
+    rs = [
+        {"name": f"r{i}", "switch": "s2", "ack_delay": ack_delay, **fast}
+        for i in range(1, hosts + 1)
+    ]
+    link = {"a": "s1", "b": "s2", "capacity": capacity, "buffer": buffer}
+    if access is not None:
+        link["reverse_capacity"] = access
     flows = [
         {"name": f"u{i}", "src": f"h{i % hosts + 1}", "dst": f"r{i % hosts + 1}"}
         for i in range(users)
@@ -56,7 +79,7 @@ def dumbbell(
     return {
         "switches": ["s1", "s2"],
         "hosts": hs + rs,
-        "links": [{"a": "s1", "b": "s2", "capacity": capacity, "buffer": buffer}],
+        "links": [link],
         "flows": flows,
         "experiment": {"duration": f"{duration_s:g}s", "warmup": "0s", "algorithms": [algorithm]},
     }

@@ -58,9 +58,17 @@ class Pacer:
             self._deadline = self._last_base + self.interval_us(self._last_bytes)
 
     def hold(self, now_us: float) -> None:
-        """The sender has nothing it may send at ``now_us``: credit must not pile up."""
+        """The sender has nothing it may send at ``now_us``: credit must not pile up.
+
+        The schedule restarts at ``now_us`` as if a packet of no bytes had been sent
+        then, so that a later :meth:`set_rate` (a QFCP sender applies the granted rate
+        on every ack) recomputes the deadline from here and not from the last packet's
+        base, which would hand back the credit piled up while the window was full: a
+        window-bound sender then sent on every ack, unpaced (clumps of packets at the
+        bottleneck's line rate, drops at a 1 Gbit/s port's 64-packet buffer)."""
         if self._deadline is not None and self._deadline < now_us:
-            self._deadline = now_us
+            self._deadline = self._last_base = now_us
+            self._last_bytes = 0
 
     def reset(self) -> None:
         """Forget the schedule (next packet may leave immediately)."""

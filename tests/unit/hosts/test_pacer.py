@@ -35,3 +35,19 @@ def test_set_rate_recomputes_pending_deadline() -> None:
     assert p.next_deadline(0) == 1000
     with pytest.raises(ValueError):
         p.set_rate(0)
+
+
+def test_set_rate_after_hold_gives_no_credit_back() -> None:
+    """A window-bound sender holds the pacer, then an ack sets the (same or a higher)
+    rate: the schedule stays at the hold, no burst of the credit from before it."""
+    p = Pacer(rate_Bps=1_000_000, max_lag_us=20_000)  # 1000 B -> 1000 us
+    p.on_sent(1000, 0)  # next deadline 1000
+    p.hold(5000)  # blocked by the window since then
+    p.set_rate(1_000_000)  # an ack re-applies the granted rate
+    assert p.next_deadline(5010) == 5000  # may send now, ...
+    assert p.on_sent(1000, 5010) == 6000  # ... but the next one waits a full interval
+    assert not p.ready(5020)
+    p.hold(9000)
+    p.set_rate(2_000_000)  # a higher rate: still no credit from before the hold
+    assert p.next_deadline(9000) == 9000
+    assert p.on_sent(1000, 9000) == 9500

@@ -40,6 +40,28 @@ def test_qfcp_single_bottleneck_reaches_c_over_n(tmp_path: Path, flows: int, mbp
     assert sum(tail) / len(tail) < 5.0
 
 
+def test_qfcp_converges_at_1_gbit(tmp_path: Path) -> None:
+    """QFCP at 1 Gbit/s (10 users, 40 ms, the default 64-packet buffer: 0.64 ms of
+    queue): every flow within 3 % of C/N, the link full, no drops and a short queue once
+    it has settled (measured over 0.9-1.2 s: 0.999 of C/N, utilisation 0.999, 3.9
+    packets, no drops). With a pacer that handed its held-back credit to a window-bound
+    sender on every ack, the senders went out in clumps at the line rate and the port
+    dropped in every period: 0.910-0.937 of C/N, utilisation 0.934, 29.9 packets, 1372
+    drops in the same window (the 1 Gbit/s case had no test)."""
+    seconds, users = 1.2, 10
+    doc = dumbbell(users, "1Gbit/s", seconds, hosts=5)
+    res, _ = run_sim(plan_of(doc), "qfcp", tmp_path)
+    fair = 1e9 / 8 / FRAME / users
+    for name in res["rates"]:
+        got = _rate(res, name, 0.9, seconds)
+        assert got == pytest.approx(fair, rel=0.03), (name, got / fair)
+    tail = [r for r in res["rows"] if r["port"] == "s1->s2" and 0.9 < r["t"] <= seconds]
+    assert len(tail) >= 5
+    assert sum(r["util"] for r in tail) / len(tail) > 0.98
+    assert sum(r["queue_drops"] for r in tail) == 0
+    assert sum(r["queue_pkts"] for r in tail) / len(tail) < 16
+
+
 def test_two_bottleneck_reaches_max_min(tmp_path: Path) -> None:
     """QFCP Fig. 4 (20 and 50 units): 10/10/30 within 15 % (measured: within 2 %)."""
     unit = 0.2e6 / 8  # one paper Mbit/s = 0.2 Mbit/s
