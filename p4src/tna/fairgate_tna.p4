@@ -81,6 +81,7 @@ control FgIngress(inout tna_headers_t hdr,
         meta.bridge.tcp_wscale_seen = meta.tcp_wscale_seen;
         meta.bridge.fc_rd_interval = 0;
         meta.bridge.fc_rtt_min_us = 0;
+        meta.bridge.fc_fkey = 0;
         meta.bridge.pad_fg_stampable = 0;
         meta.bridge.pad_fc_source = 0;
         meta.bridge.pad_fc_edge = 0;

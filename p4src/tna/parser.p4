@@ -284,7 +284,6 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc_dpf = 0;
         meta.fc_above_q0 = 0;
         meta.fc_queue_depth = 0;
-        meta.fc.fkey = 0;
         meta.fc.win_now = 0;
         meta.fc.pkt_bytes = 0;
         meta.fc.apr = 0;

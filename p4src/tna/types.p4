@@ -49,6 +49,7 @@ header fg_bridge_t {
     bit<1>    tcp_wscale_seen;
     bit<16>   fc_rd_interval;
     bit<32>   fc_rtt_min_us;
+    bit<32>   fc_fkey;         /* FICCRD edge: the flow key (CRC32 of the 5-tuple, or an RD's) */
     bit<7>    pad0;
     port_id_t fc_edge_port;
     bit<7>    pad1;
@@ -81,7 +82,6 @@ struct fg_key_pair_t {
 /* FICCRD values that its RegisterActions read (metadata, so that the
  * parser initialises them). */
 struct fg_ficcrd_scratch_t {
-    bit<32> fkey;         /* flow key of this packet */
     bit<32> win_now;      /* current rate window */
     bit<32> pkt_bytes;
     bit<32> apr;          /* the flow's arrival rate, kbit/s */
