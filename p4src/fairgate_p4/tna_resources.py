@@ -46,9 +46,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"base+{f.lower()}": tuple(x for x in FEATURES if x != f) for f in FEATURES},
 }
 #: What `make build-tna` builds and the compile suite checks (fit, warnings,
-#: layouts, names): every variant that fits one pipe and together covers every
-#: feature (docs/hardware.md, "Status").
-DEFAULT_VARIANTS = ("no-ficcrd", "ficcrd-core")
+#: layouts, names): the whole program, every feature on (docs/hardware.md, "Status").
+DEFAULT_VARIANTS = ("full",)
 MISSING_HINT = (
     "bf-p4c not found: run ../shared/toolchain/install, or build p4lang/p4c's "
     "open-source Tofino backend (backends/tofino)"
@@ -95,8 +94,6 @@ def compile_variant(variant: str, target: str, out_root: Path) -> CompileResult:
         "-I",
         str(P4SRC),
         *[f"-DFG_TNA_NO_{f}" for f in VARIANTS[variant]],
-        # FICCRD is opt-in (it does not fit one pipe yet): every variant that has it asks.
-        *([] if "FICCRD" in VARIANTS[variant] else ["-DFG_TNA_WITH_FICCRD"]),
         "-o",
         str(out),
         str(PROGRAM),

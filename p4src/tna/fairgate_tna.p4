@@ -22,15 +22,6 @@
 #include <tna.p4>
 #endif
 
-/* FICCRD does not fit one Tofino pipe yet (21 stages of 12: docs/hardware.md,
- * Fitting FICCRD), so this program compiles without it unless asked for with
- * -DFG_TNA_WITH_FICCRD (make build-tna TNA_VARIANT=full, make tna-report). */
-#ifndef FG_TNA_WITH_FICCRD
-#ifndef FG_TNA_NO_FICCRD
-#define FG_TNA_NO_FICCRD
-#endif
-#endif
-
 /* Tofino 1's egress parser always extracts >= 34 bytes here (bridge + Ethernet, or
  * mirror header + Ethernet + IPv4), so the compiler's minimum-parse-depth padding
  * loop (and its warning) is not needed; said here so every compile of this file,
