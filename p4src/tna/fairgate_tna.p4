@@ -132,13 +132,16 @@ control FgIngress(inout tna_headers_t hdr,
     }
 
     apply {
-        /* Sanity, routing and classification run side by side (each writes
-         * its own verdict); anomaly_precedence then chooses the one counted. */
+        /* Routing, classification and sanity run side by side (each writes
+         * its own verdict); anomaly_precedence then chooses the one counted.
+         * Tofino 1 places a control-flow sequence in program order (an item
+         * never in an earlier stage than the one before it): routing and the
+         * one-step classification first, sanity's three-step chain after them,
+         * FICCRD before the precedence (docs/hardware.md, "Fitting FICCRD"). */
         start_bridge();
-        sanity.apply(hdr, meta, ig_dprsr_md);
         routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
         classify.apply(hdr, meta, ig_dprsr_md);
-        anomaly_precedence.apply();
+        sanity.apply(hdr, meta, ig_dprsr_md);
 #ifndef FG_TNA_NO_FICCRD
         /* FICCRD's roles and turnaround do not wait for the verdicts above
          * (fairgate.p4 runs it only for packets not dropped): what it does to a
@@ -149,6 +152,7 @@ control FgIngress(inout tna_headers_t hdr,
             ficcrd.apply(hdr, meta, ig_intr_md, ig_tm_md);
         }
 #endif
+        anomaly_precedence.apply();
         if (meta.sanity_drop == 0 && meta.no_route == 0 && meta.syn_drop == 0) {
             if (ig_tm_md.ucast_egress_port < FG_MAX_PORTS) {
 #ifndef FG_TNA_NO_ADMISSION
