@@ -132,6 +132,15 @@ class Resources:
 
 _STAGES = re.compile(r"Number of stages for (ingress|egress) table allocation: (\d+)")
 _ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*\[[^\]]*\]\s*\|\s*(\S.*?)\s*\|\s*$", re.M)
+_ROUND = "Table allocation done"
+
+
+def last_round(summary: str) -> str:
+    """The last placement round of a table_summary.log: bf-p4c logs one section
+    per round (INITIAL, NOCC_TRY1, REDO_PHV1, ...), and only the last one is the
+    placement it kept."""
+    start = summary.rfind(_ROUND)
+    return summary if start < 0 else summary[start:]
 
 
 def read_resources(out: Path, variant: str = "") -> Resources:
@@ -139,7 +148,7 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     logs = out / "pipe" / "logs"
     res = json.loads((logs / "resources.json").read_text())["resources"]
     metrics = json.loads((logs / "metrics.json").read_text())
-    summary = (logs / "table_summary.log").read_text()
+    summary = last_round((logs / "table_summary.log").read_text())
     stages = {g: int(n) for g, n in _STAGES.findall(summary)}
     mau = res["mau"]
     # Meter ALUs serve meters and stateful ALUs (RegisterActions) alike.
@@ -149,7 +158,7 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     phv = sum(c["bits_occupied"] for kind in ("normal", "tagalong") for c in metrics["phv"][kind])
     first: dict[str, int] = {}
     for stage, name in _ROW.findall(summary):
-        first.setdefault(name, int(stage))  # the placement table; later sections repeat names
+        first.setdefault(name, int(stage))  # a table split over stages: its first
     stage_map = [(stage, name) for name, stage in first.items()]
     log = out / "compile.log"
     errors = [
@@ -177,8 +186,8 @@ def read_resources(out: Path, variant: str = "") -> Resources:
 
 
 def stages_from_log(text: str) -> dict[str, int]:
-    """Stages per gress from the compiler's table_summary.log text."""
-    return {g: int(n) for g, n in _STAGES.findall(text)}
+    """Stages per gress from the compiler's table_summary.log text (its last round)."""
+    return {g: int(n) for g, n in _STAGES.findall(last_round(text))}
 
 
 # ---------------------------------------------------------------- report
