@@ -88,6 +88,9 @@ control FgIngress(inout tna_headers_t hdr,
         meta.bridge.tcp_wscale = meta.tcp_wscale;
         /* FiccrdArrival: who sent it (an RD turnaround goes back there). */
         meta.fc_prev_mac = hdr.ethernet.src_addr;
+        /* InputSanity checks the TTL as it arrived; routing, before it in this
+         * apply, decrements hdr.ipv4.ttl. */
+        meta.ipv4_ttl_in = hdr.ipv4.ttl;
     }
 
     @hidden

@@ -57,7 +57,7 @@ control InputSanity(inout tna_headers_t hdr,
             hdr.ipv4.ihl            : ternary;
             short_by                : ternary;
             meta.checksum_error     : ternary;
-            hdr.ipv4.ttl            : ternary;
+            meta.ipv4_ttl_in        : ternary;  /* hdr.ipv4.ttl before routing */
             meta.ipv4_options       : ternary;
         }
         actions = {

@@ -126,6 +126,7 @@ struct tna_ingress_meta_t {
     bit<1>  fg_rewritten;        /* ingress turned an RD around */
     bit<1>  udp_csum_update;
     bit<16> ipv4_residual;       /* IPv4 checksum without ttl/protocol */
+    bit<8>  ipv4_ttl_in;         /* the TTL as it arrived (routing decrements hdr.ipv4.ttl) */
     bit<16> udp_residual;        /* UDP checksum without fg version/kind */
     bit<48> fc_prev_mac;
     bit<8>  syn_color;  /* MeterColor_t (v1model: bit<2>) */
