@@ -52,7 +52,7 @@ help:
 	@echo "  make sim-ext       compile the simulator's packet path and host cores with mypyc into"
 	@echo "                     build/sim-ext/ (optional; scripts/sim_ext.py run -- CMD uses it)"
 	@echo "  make build-tna     compile p4src/tna/fairgate_tna.p4 with bf-p4c into build/tna/"
-	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT='no-ficcrd ficcrd-core' or full, base, ...]"
+	@echo "                     [TNA_TARGET=tofino|tofino2] [TNA_VARIANT=full (default), no-ficcrd, ficcrd-edge, base, ...]"
 	@echo "  make tna-report    compile every TNA variant, write docs/hardware.md's resource section"
 	@echo "  make clean         remove $(BUILD)/ and caches (keeps $(VENV) and results/)"
 	@echo "Variables: P4C=$(P4C) SWITCH=$(SWITCH) VENV=$(VENV) TEST=..."
@@ -149,9 +149,8 @@ clean:
 # ---- Tofino (TNA): p4src/tna/fairgate_tna.p4 with p4lang's open-source bf-p4c.
 # Outputs under build/tna/<target>/<variant>/ (never committed). docs/hardware.md.
 TNA_TARGET  ?= tofino
-# Default (TNA_VARIANT empty): tna_resources.DEFAULT_VARIANTS, the variants that fit
-# one pipe and together cover every feature (docs/hardware.md, "Status"); `full`
-# does not fit yet ("Fitting FICCRD").
+# Default (TNA_VARIANT empty): tna_resources.DEFAULT_VARIANTS, `full` (every feature,
+# both FICCRD roles, in one pipe: docs/hardware.md, "Status").
 TNA_VARIANT ?=
 
 

@@ -46,9 +46,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"base+{f.lower()}": tuple(x for x in FEATURES if x != f) for f in FEATURES},
 }
 #: What `make build-tna` builds and the compile suite checks (fit, warnings,
-#: layouts, names): every variant that fits one pipe and together covers every
-#: feature (docs/hardware.md, "Status").
-DEFAULT_VARIANTS = ("no-ficcrd", "ficcrd-core")
+#: layouts, names): the whole program, every feature on (docs/hardware.md, "Status").
+DEFAULT_VARIANTS = ("full",)
 MISSING_HINT = (
     "bf-p4c not found: run ../shared/toolchain/install, or build p4lang/p4c's "
     "open-source Tofino backend (backends/tofino)"
@@ -95,8 +94,6 @@ def compile_variant(variant: str, target: str, out_root: Path) -> CompileResult:
         "-I",
         str(P4SRC),
         *[f"-DFG_TNA_NO_{f}" for f in VARIANTS[variant]],
-        # FICCRD is opt-in (it does not fit one pipe yet): every variant that has it asks.
-        *([] if "FICCRD" in VARIANTS[variant] else ["-DFG_TNA_WITH_FICCRD"]),
         "-o",
         str(out),
         str(PROGRAM),
@@ -135,6 +132,15 @@ class Resources:
 
 _STAGES = re.compile(r"Number of stages for (ingress|egress) table allocation: (\d+)")
 _ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*\[[^\]]*\]\s*\|\s*(\S.*?)\s*\|\s*$", re.M)
+_ROUND = "Table allocation done"
+
+
+def last_round(summary: str) -> str:
+    """The last placement round of a table_summary.log: bf-p4c logs one section
+    per round (INITIAL, NOCC_TRY1, REDO_PHV1, ...), and only the last one is the
+    placement it kept."""
+    start = summary.rfind(_ROUND)
+    return summary if start < 0 else summary[start:]
 
 
 def read_resources(out: Path, variant: str = "") -> Resources:
@@ -142,7 +148,7 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     logs = out / "pipe" / "logs"
     res = json.loads((logs / "resources.json").read_text())["resources"]
     metrics = json.loads((logs / "metrics.json").read_text())
-    summary = (logs / "table_summary.log").read_text()
+    summary = last_round((logs / "table_summary.log").read_text())
     stages = {g: int(n) for g, n in _STAGES.findall(summary)}
     mau = res["mau"]
     # Meter ALUs serve meters and stateful ALUs (RegisterActions) alike.
@@ -152,7 +158,7 @@ def read_resources(out: Path, variant: str = "") -> Resources:
     phv = sum(c["bits_occupied"] for kind in ("normal", "tagalong") for c in metrics["phv"][kind])
     first: dict[str, int] = {}
     for stage, name in _ROW.findall(summary):
-        first.setdefault(name, int(stage))  # the placement table; later sections repeat names
+        first.setdefault(name, int(stage))  # a table split over stages: its first
     stage_map = [(stage, name) for name, stage in first.items()]
     log = out / "compile.log"
     errors = [
@@ -180,8 +186,8 @@ def read_resources(out: Path, variant: str = "") -> Resources:
 
 
 def stages_from_log(text: str) -> dict[str, int]:
-    """Stages per gress from the compiler's table_summary.log text."""
-    return {g: int(n) for g, n in _STAGES.findall(text)}
+    """Stages per gress from the compiler's table_summary.log text (its last round)."""
+    return {g: int(n) for g, n in _STAGES.findall(last_round(text))}
 
 
 # ---------------------------------------------------------------- report

@@ -163,6 +163,7 @@ control RateWrite(inout tna_headers_t hdr,
         meta.fg_rewritten = 1;
         meta.udp_csum_update = meta.udp_has_csum;
     }
+#ifndef FG_TNA_NO_FEEDBACK
     /* v1model: rate = fair if rate > fair (fair != 0), and the congestion
      * flag; an unchanged field gets the checksum update of the same value. */
     @hidden
@@ -178,6 +179,7 @@ control RateWrite(inout tna_headers_t hdr,
         meta.fg_rewritten = 1;
         meta.udp_csum_update = meta.udp_has_csum;
     }
+#endif
 
     apply {
         if (meta.is_rd_clone == 1) {

@@ -22,15 +22,6 @@
 #include <tna.p4>
 #endif
 
-/* FICCRD does not fit one Tofino pipe yet (21 stages of 12: docs/hardware.md,
- * Fitting FICCRD), so this program compiles without it unless asked for with
- * -DFG_TNA_WITH_FICCRD (make build-tna TNA_VARIANT=full, make tna-report). */
-#ifndef FG_TNA_WITH_FICCRD
-#ifndef FG_TNA_NO_FICCRD
-#define FG_TNA_NO_FICCRD
-#endif
-#endif
-
 /* Tofino 1's egress parser always extracts >= 34 bytes here (bridge + Ethernet, or
  * mirror header + Ethernet + IPv4), so the compiler's minimum-parse-depth padding
  * loop (and its warning) is not needed; said here so every compile of this file,
@@ -81,6 +72,7 @@ control FgIngress(inout tna_headers_t hdr,
         meta.bridge.tcp_wscale_seen = meta.tcp_wscale_seen;
         meta.bridge.fc_rd_interval = 0;
         meta.bridge.fc_rtt_min_us = 0;
+        meta.bridge.fc_fkey = 0;
         meta.bridge.pad_fg_stampable = 0;
         meta.bridge.pad_fc_source = 0;
         meta.bridge.pad_fc_edge = 0;
@@ -96,6 +88,9 @@ control FgIngress(inout tna_headers_t hdr,
         meta.bridge.tcp_wscale = meta.tcp_wscale;
         /* FiccrdArrival: who sent it (an RD turnaround goes back there). */
         meta.fc_prev_mac = hdr.ethernet.src_addr;
+        /* InputSanity checks the TTL as it arrived; routing, before it in this
+         * apply, decrements hdr.ipv4.ttl. */
+        meta.ipv4_ttl_in = hdr.ipv4.ttl;
     }
 
     @hidden
@@ -140,13 +135,16 @@ control FgIngress(inout tna_headers_t hdr,
     }
 
     apply {
-        /* Sanity, routing and classification run side by side (each writes
-         * its own verdict); anomaly_precedence then chooses the one counted. */
+        /* Routing, classification and sanity run side by side (each writes
+         * its own verdict); anomaly_precedence then chooses the one counted.
+         * Tofino 1 places a control-flow sequence in program order (an item
+         * never in an earlier stage than the one before it): routing and the
+         * one-step classification first, sanity's three-step chain after them,
+         * FICCRD before the precedence (docs/hardware.md, "Fitting FICCRD"). */
         start_bridge();
-        sanity.apply(hdr, meta, ig_dprsr_md);
         routing.apply(hdr, meta, ig_dprsr_md, ig_tm_md);
         classify.apply(hdr, meta, ig_dprsr_md);
-        anomaly_precedence.apply();
+        sanity.apply(hdr, meta, ig_dprsr_md);
 #ifndef FG_TNA_NO_FICCRD
         /* FICCRD's roles and turnaround do not wait for the verdicts above
          * (fairgate.p4 runs it only for packets not dropped): what it does to a
@@ -157,6 +155,7 @@ control FgIngress(inout tna_headers_t hdr,
             ficcrd.apply(hdr, meta, ig_intr_md, ig_tm_md);
         }
 #endif
+        anomaly_precedence.apply();
         if (meta.sanity_drop == 0 && meta.no_route == 0 && meta.syn_drop == 0) {
             if (ig_tm_md.ucast_egress_port < FG_MAX_PORTS) {
 #ifndef FG_TNA_NO_ADMISSION

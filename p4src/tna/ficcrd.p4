@@ -22,10 +22,6 @@
 
 #include "tna/types.p4"
 
-/* What a packet does to ficcrd_flow_rwnd besides an RD's write. */
-#define FG_TNA_RWND_WRITE 1
-#define FG_TNA_RWND_RESET 2
-#define FG_TNA_RWND_ACK 3
 /* The edge branches (v1model: an if-else chain in FiccrdEgress). */
 #define FG_TNA_PATH_NONE 0
 #define FG_TNA_PATH_CLONE 1
@@ -93,10 +89,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
     Counter<bit<32>, bit<7>>(FG_FICCRD_EVENT_ENTRIES, CounterType_t.PACKETS) core_events;
 #endif
 
-#ifndef FG_TNA_NO_FICCRD_EDGE
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_out;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_back;
-#endif
     /* Identity hashes: bit slices of the timestamps (an ALU cannot take a
      * slice that is not aligned the way the parser deposits the field). */
     RateWrite() rate_write;
@@ -109,7 +101,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
     bit<32> queued_ticks;
     bit<1>  is_new;
     bit<1>  matched;
-    bit<2>  rwnd_path;
     bit<32> last_bytes;
     bit<32> apr_a;
     bit<32> apr_b;
@@ -160,14 +151,14 @@ control FiccrdEgress(inout tna_headers_t hdr,
     /* ---- register actions: flow key (depth 1) ---- */
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_claim = {
         void apply(inout bit<32> value, out bit<1> rv) {
-            value = meta.fc.fkey;
+            value = meta.bridge.fc_fkey;
             rv = 1;
         }
     };
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
-            if (value != meta.fc.fkey) {
-                value = meta.fc.fkey;
+            if (value != meta.bridge.fc_fkey) {
+                value = meta.bridge.fc_fkey;
                 rv = 1;
             } else {
                 rv = 0;
@@ -176,7 +167,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     };
     RegisterAction<bit<32>, bit<10>, bit<1>>(flow_key) key_match = {
         void apply(inout bit<32> value, out bit<1> rv) {
-            if (value == meta.fc.fkey) {
+            if (value == meta.bridge.fc_fkey) {
                 rv = 1;
             } else {
                 rv = 0;
@@ -269,14 +260,14 @@ control FiccrdEgress(inout tna_headers_t hdr,
 
     RegisterAction<fg_key_pair_t, bit<10>, bit<32>>(flow_wscale) wscale_write = {
         void apply(inout fg_key_pair_t value, out bit<32> rv) {
-            value.key = meta.fc.fkey;
+            value.key = meta.bridge.fc_fkey;
             value.value = (bit<32>)meta.fc.shift_in;
             rv = 0;
         }
     };
     RegisterAction<fg_key_pair_t, bit<10>, bit<32>>(flow_wscale) wscale_read = {
         void apply(inout fg_key_pair_t value, out bit<32> rv) {
-            if (value.key == meta.fc.fkey) {
+            if (value.key == meta.bridge.fc_fkey) {
                 rv = value.value;
             } else {
                 rv = 0;
@@ -443,20 +434,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
 
 #include "tna/ficcrd_math_tables.p4"
 
-#ifndef FG_TNA_NO_FICCRD_EDGE
-    /* flow keys: a hash result in an action of its own (the hash takes the
-     * action's immediate path, which constants would also need) */
-    @hidden
-    action take_out_key() {
-        meta.fc.fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                                     hdr.tcp.src_port, hdr.tcp.dst_port});
-    }
-    @hidden
-    action take_back_key() {
-        meta.fc.fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
-                                      hdr.tcp.dst_port, hdr.tcp.src_port});
-    }
-#endif
     @hidden
     action take_clock() {
         meta.fc.now_us = hash_now.get({eg_prsr_md.global_tstamp[41:10]});
@@ -524,37 +501,574 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action rd_window_floor() {
         win_key = max(win_sum, win_low);
     }
+    /* ---- the branches as const tables ----
+     * v1model's if-else chains become one TCAM lookup per register (or per
+     * group of assignments): the entries are the chain's conditions in its
+     * order (first match wins), the actions its bodies. One logical table
+     * each instead of a gateway and a wrapper table per branch: a Tofino
+     * stage has 16 logical tables for ingress and egress together, and the
+     * branches' wrapper tables filled the first seven stages
+     * (docs/hardware.md, "Fitting FICCRD", round 4). A table addresses one
+     * stateful ALU, so each register has its own. */
+
+    /* Core inputs (D0). A turned RD is both forward (MAPR update) and
+     * backward (ER). An RD clone is forward and, at its own queue, backward
+     * too: the source edge's uplink lowers ER when it emits the RD, not when
+     * it consumes it (v1model), so that a consumed RD's window does not wait
+     * for the core's arithmetic. */
+    @hidden
+    action inputs_clone() {
+        rd_valid = 1;
+        queue_port = eg_intr_md.egress_port;
+        queue_here = 1;
+        core_fwd = 1;
+        core_bwd = 1;
+        apr_in = meta.rd_mirror.apr_kbps;
+        rate_in = FG_RATE_UNLIMITED;
+    }
+    @hidden
+    action inputs_bridged(bit<1> fwd, bit<1> bwd) {
+        rd_valid = meta.bridge.fc_rd_valid;
+        queue_port = meta.bridge.fc_queue_port;
+        queue_here = meta.bridge.fc_queue_here;
+        apr_in = hdr.fg_rd.apr_kbps;
+        rate_in = hdr.fg.rate_kbps;
+        core_fwd = fwd;
+        core_bwd = bwd;
+    }
+    /* v1model: core_fwd = kind == FORWARD or turned; core_bwd = kind ==
+     * BACKWARD and not consumed here. */
+    @hidden
+    table core_inputs {
+        key = {
+            meta.is_rd_clone         : ternary;
+            hdr.fg.kind              : ternary;
+            meta.bridge.fc_turned    : ternary;
+            meta.bridge.fc_consume   : ternary;
+        }
+        actions = {
+            inputs_clone;
+            inputs_bridged;
+        }
+        const default_action = inputs_bridged(0, 0);
+        size = 8;
+        const entries = {
+            (1, _, _, _) : inputs_clone();
+            (0, FG_KIND_RD_FORWARD, _, _) : inputs_bridged(1, 0);
+            (0, FG_KIND_RD_BACKWARD, 1, 0) : inputs_bridged(1, 1);
+            (0, FG_KIND_RD_BACKWARD, 1, 1) : inputs_bridged(1, 0);
+            (0, FG_KIND_RD_BACKWARD, 0, 0) : inputs_bridged(0, 1);
+            (0, _, 1, _) : inputs_bridged(1, 0);
+        }
+    }
+
+    /* Which edge path the packet takes (D0; v1model: an if-else chain). */
+    @hidden
+    action path_here(bit<3> p) {
+        path = p;
+        edge_port = eg_intr_md.egress_port;
+    }
+    @hidden
+    action path_turned() {
+        path = FG_TNA_PATH_TURNED;
+        edge_port = meta.bridge.fc_edge_port;
+    }
 #ifndef FG_TNA_NO_FICCRD_EDGE
+    /* Source edge: the RD's ER and round trip become the flow's receive
+     * window, stored for its ACKs; the RD is dropped. */
+    @hidden
+    action path_consume() {
+        path = FG_TNA_PATH_CONSUME;
+        edge_port = eg_intr_md.egress_port;
+        eg_dprsr_md.drop_ctl = 1;
+        meta.dropped = 1;
+    }
+    /* Source edge, a packet of a TCP flow entering the network. */
+    @hidden
+    action path_source() {
+        path = FG_TNA_PATH_SOURCE;
+        edge_port = eg_intr_md.egress_port;
+        meta.fc.interval_m1 = meta.bridge.fc_rd_interval - 1;
+    }
+    /* Source edge, a segment going back to a TCP sender; tcp_wscale is 0
+     * unless the SYN carried the option (parser.p4). */
+    @hidden
+    action path_back() {
+        path = FG_TNA_PATH_BACK;
+        edge_port = eg_intr_md.egress_port;
+        meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
+    }
+#endif
+    /* egress_port < FG_MAX_PORTS (16) is its bits 8..4 all zero. */
+#define FG_TNA_PORT_COUNTED 0 &&& 0x1f0
+    @hidden
+    table edge_path {
+        key = {
+            meta.is_rd_clone       : ternary;
+            meta.bridge.fc_consume : ternary;
+            meta.bridge.fc_turned  : ternary;
+            hdr.tcp.isValid()      : ternary;
+            meta.bridge.fc_source  : ternary;
+            meta.bridge.fc_edge    : ternary;
+            eg_intr_md.egress_port : ternary;
+        }
+        actions = {
+            path_here;
+            path_turned;
+#ifndef FG_TNA_NO_FICCRD_EDGE
+            path_consume;
+            path_source;
+            path_back;
+#endif
+        }
+        const default_action = path_here(FG_TNA_PATH_NONE);
+        size = 8;
+        const entries = {
+            (1, _, _, _, _, _, _) : path_here(FG_TNA_PATH_CLONE);
+#ifndef FG_TNA_NO_FICCRD_EDGE
+            (0, 1, _, _, _, _, _) : path_consume();
+#endif
+            (0, 0, 1, _, _, _, _) : path_turned();
+#ifndef FG_TNA_NO_FICCRD_EDGE
+            (0, 0, 0, true, 1, 0, FG_TNA_PORT_COUNTED) : path_source();
+            (0, 0, 0, true, 0, 1, _) : path_back();
+#endif
+        }
+    }
+
+#ifndef FG_TNA_NO_FICCRD_EDGE
+    /* ---- D1: ficcrd_flow_key, ficcrd_flow_syn_us, ficcrd_flow_wscale ---- */
+    @hidden
+    action do_key_match() { matched = key_match.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_key_claim() { is_new = key_claim.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_key_check() { is_new = key_check.execute(meta.bridge.fc_fkey[9:0]); }
+    /* SYN (SYN set): claim the slot; another segment: check it; an RD to
+     * consume and a pure ACK going back: does the slot hold this flow? */
+    @hidden
+    table key_access {
+        key = {
+            path          : ternary;
+            hdr.tcp.flags : ternary;
+        }
+        actions = {
+            do_key_match;
+            do_key_claim;
+            do_key_check;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (FG_TNA_PATH_CONSUME, _) : do_key_match();
+            (FG_TNA_PATH_SOURCE, TCP_FLAG_SYN &&& TCP_FLAG_SYN) : do_key_claim();
+            (FG_TNA_PATH_SOURCE, _) : do_key_check();
+            (FG_TNA_PATH_BACK, TCP_FLAG_ACK &&& (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                : do_key_match();
+        }
+    }
+
+    @hidden
+    action do_syn_start() { syn_start.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_syn_take() { meta.fc.syn_us = syn_take.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    table syn_access {
+        key = {
+            path          : ternary;
+            hdr.tcp.flags : ternary;
+        }
+        actions = {
+            do_syn_start;
+            do_syn_take;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            (FG_TNA_PATH_SOURCE, TCP_FLAG_SYN &&& TCP_FLAG_SYN) : do_syn_start();
+            (FG_TNA_PATH_SOURCE, _) : do_syn_take();
+        }
+    }
+
+    @hidden
+    action do_wscale_read() { meta.fc.shift = wscale_read.execute(meta.bridge.fc_fkey[9:0]); }
+    /* The receiver's shift applies to every later window it sends (kept
+     * with the flow key; v1model: only for a tracked flow). */
+    @hidden
+    action do_wscale_write() {
+        wscale_write.execute(meta.bridge.fc_fkey[9:0]);
+        back_syn_ack = 1;
+    }
+    @hidden
+    table wscale_access {
+        key = {
+            path          : ternary;
+            hdr.tcp.flags : ternary;
+        }
+        actions = {
+            do_wscale_read;
+            do_wscale_write;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            (FG_TNA_PATH_CONSUME, _) : do_wscale_read();
+            (FG_TNA_PATH_BACK, (TCP_FLAG_SYN | TCP_FLAG_ACK) &&& (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
+                : do_wscale_write();
+        }
+    }
+
+    /* ---- D2: ficcrd_flow_rtt, _window, _packets, _base_rtt ---- */
+    @hidden
+    action do_rtt_write() { rtt_write.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_rtt_reset() { rtt = rtt_reset.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_rtt_read() { rtt = rtt_read.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    table rtt_access {
+        key = {
+            path    : ternary;
+            is_new  : ternary;
+            matched : ternary;
+        }
+        actions = {
+            do_rtt_write;
+            do_rtt_reset;
+            do_rtt_read;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (FG_TNA_PATH_CONSUME, _, 1) : do_rtt_write();
+            (FG_TNA_PATH_SOURCE, 1, _) : do_rtt_reset();
+            (FG_TNA_PATH_SOURCE, 0, _) : do_rtt_read();
+        }
+    }
+
+    @hidden
+    action do_window_start() { window_start.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_window_add() { meta.fc.closed_bytes = window_add.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    table window_access {
+        key = {
+            path   : ternary;
+            is_new : ternary;
+        }
+        actions = {
+            do_window_start;
+            do_window_add;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            (FG_TNA_PATH_SOURCE, 1) : do_window_start();
+            (FG_TNA_PATH_SOURCE, 0) : do_window_add();
+        }
+    }
+
+    @hidden
+    action do_packets_first() { packets_first.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_packets_count() { packets_count.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_packets_clone() { clone = packets_count_clone.execute(meta.bridge.fc_fkey[9:0]); }
+    /* A non-SYN segment of a flow with an RD interval counts towards the
+     * next RD; others only count. */
+    @hidden
+    table packets_access {
+        key = {
+            path                       : ternary;
+            is_new                     : ternary;
+            meta.bridge.fc_rd_interval : ternary;
+            hdr.tcp.flags              : ternary;
+        }
+        actions = {
+            do_packets_first;
+            do_packets_count;
+            do_packets_clone;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (FG_TNA_PATH_SOURCE, 1, _, _) : do_packets_first();
+            (FG_TNA_PATH_SOURCE, 0, 0, _) : do_packets_count();
+            (FG_TNA_PATH_SOURCE, 0, _, TCP_FLAG_SYN &&& TCP_FLAG_SYN) : do_packets_count();
+            (FG_TNA_PATH_SOURCE, 0, _, _) : do_packets_clone();
+        }
+    }
+
+    @hidden
+    action skip_base() {
+    }
+    @hidden
+    action do_base_add() { meta.fc.log_in_rtt = base_add.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_base_reset() { base_reset.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_base_learn() { learned = base_learn.execute(meta.bridge.fc_fkey[9:0]); }
+    /* A flow's base RTT is learnt once, from its first segment after the SYN
+     * (syn_us != 0), unless that segment started the flow. */
+    @hidden
+    table base_access {
+        key = {
+            path         : ternary;
+            is_new       : ternary;
+            meta.fc.syn_us : ternary;
+        }
+        actions = {
+            do_base_add;
+            do_base_reset;
+            do_base_learn;
+            skip_base;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (FG_TNA_PATH_CONSUME, _, _) : do_base_add();
+            (FG_TNA_PATH_SOURCE, 1, _) : do_base_reset();
+            (FG_TNA_PATH_SOURCE, 0, 0) : skip_base();
+            (FG_TNA_PATH_SOURCE, 0, _) : do_base_learn();
+        }
+    }
+
+    /* ---- D3: ficcrd_flow_apr, the closed window's bytes ---- */
+    @hidden
+    action do_apr_reset() { last_bytes = apr_reset.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_apr_update() { last_bytes = apr_update.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_apr_read() { last_bytes = apr_read.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    table apr_access {
+        key = {
+            path                 : ternary;
+            is_new               : ternary;
+            meta.fc.closed_bytes : ternary;
+        }
+        actions = {
+            do_apr_reset;
+            do_apr_update;
+            do_apr_read;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (FG_TNA_PATH_SOURCE, 1, _) : do_apr_reset();
+            (FG_TNA_PATH_SOURCE, 0, 0) : do_apr_read();
+            (FG_TNA_PATH_SOURCE, 0, _) : do_apr_update();
+        }
+    }
+
+    /* ---- D7: ficcrd_flow_rwnd, every access after the window is known,
+     * so that all of them can share its stage ---- */
+    @hidden
+    action do_rwnd_write() { rwnd_write.execute(meta.bridge.fc_fkey[9:0]); }
+    @hidden
+    action do_rwnd_reset() { rwnd_reset.execute(meta.bridge.fc_fkey[9:0]); }
+    /* bytes = ER x RTT >> 13, at least 2920, >> wscale: stored by the RD */
+    @hidden
+    action do_rwnd_lower() { ack_window = rwnd_lower.execute(meta.bridge.fc_fkey[9:0]); }
+    /* A consumed RD of the flow in the slot stores its window (none for an
+     * unlimited ER), a new flow resets it, a pure ACK of the flow compares. */
+    @hidden
+    table rwnd_access {
+        key = {
+            path             : ternary;
+            matched          : ternary;
+            is_new           : ternary;
+            back_syn_ack     : ternary;
+            hdr.fg.rate_kbps : ternary;
+        }
+        actions = {
+            do_rwnd_write;
+            do_rwnd_reset;
+            do_rwnd_lower;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (FG_TNA_PATH_CONSUME, 1, _, _, FG_RATE_UNLIMITED) : do_rwnd_reset();
+            (FG_TNA_PATH_CONSUME, 1, _, _, _) : do_rwnd_write();
+            (FG_TNA_PATH_SOURCE, _, 1, _, _) : do_rwnd_reset();
+            (FG_TNA_PATH_BACK, 1, _, 0, _) : do_rwnd_lower();
+        }
+    }
+
     /* The deparser fixes the TCP checksum from the parser's residual
      * (v1model: RFC 1624 in this action). */
     @name(".rewrite_window")
     action rewrite_window() {
         hdr.tcp.window = ack_window;
         meta.tcp_csum_update = 1;
-    }
-    /* Constant assignments in actions of their own: merged into the action of
-     * a RegisterAction indexed through the hash unit, they would need action
-     * data on the hit path, which bf-p4c cannot program for a keyless table. */
-    @hidden
-    action note_flow_started() {
-        rwnd_path = FG_TNA_RWND_RESET;
-        edge_event = FG_EDGE_FLOW_STARTED;
+        edge_event = FG_EDGE_WINDOW_REWRITTEN;
         edge_counted = 1;
     }
-    @hidden
-    action note_syn_ack() {
-        back_syn_ack = 1;
-    }
 #endif
+    /* an entry that does nothing (NoAction is for the default only) */
+    @hidden
+    action skip() {
+    }
+    @hidden
+    action note_edge_event(bit<3> event) {
+        edge_event = event;
+        edge_counted = 1;
+    }
+    /* ---- D8: the edge event counted (v1model: set in each branch) ---- */
+    @hidden
+    table edge_event_choice {
+        key = {
+            path         : ternary;
+#ifndef FG_TNA_NO_FICCRD_EDGE
+            matched      : ternary;
+            is_new       : ternary;
+            learned      : ternary;
+            back_syn_ack : ternary;
+            ack_window   : ternary;
+#endif
+        }
+        actions = {
+            note_edge_event;
+            skip;
+#ifndef FG_TNA_NO_FICCRD_EDGE
+            rewrite_window;
+#endif
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 16;
+        const entries = {
+#ifndef FG_TNA_NO_FICCRD_EDGE
+            (FG_TNA_PATH_CONSUME, 1, _, _, _, _) : note_edge_event(FG_EDGE_RD_CONSUMED);
+            (FG_TNA_PATH_CONSUME, _, _, _, _, _) : note_edge_event(FG_EDGE_RD_STALE);
+            (FG_TNA_PATH_SOURCE, _, 1, _, _, _) : note_edge_event(FG_EDGE_FLOW_STARTED);
+            (FG_TNA_PATH_SOURCE, _, 0, 1, _, _) : note_edge_event(FG_EDGE_BASE_RTT_LEARNED);
+            (FG_TNA_PATH_BACK, _, _, _, 1, _) : note_edge_event(FG_EDGE_WSCALE_LEARNED);
+            (FG_TNA_PATH_BACK, _, _, _, 0, 0) : skip();
+            (FG_TNA_PATH_BACK, _, _, _, 0, _) : rewrite_window();
+            (FG_TNA_PATH_CLONE, _, _, _, _, _) : note_edge_event(FG_EDGE_RD_EMITTED);
+            (FG_TNA_PATH_TURNED, _, _, _, _, _) : note_edge_event(FG_EDGE_RD_TURNED);
+#else
+            FG_TNA_PATH_CLONE : note_edge_event(FG_EDGE_RD_EMITTED);
+            FG_TNA_PATH_TURNED : note_edge_event(FG_EDGE_RD_TURNED);
+#endif
+        }
+    }
+
 #ifndef FG_TNA_NO_FICCRD_CORE
+    /* ---- core ---- */
+    /* D1: at most 2^28 - 1, so that 16 samples sum in 32 bits (no side
+     * effect: sample_swap takes it only for an update) */
+    @hidden
+    action clamp_sample() {
+        meta.fc.sample = min(apr_in, 32w0x0fffffff);
+    }
+    @hidden
+    action take_slot() {
+        slot = slot_next.execute(queue_port[3:0]);
+        updated = 1;
+    }
+    @hidden
+    action note_summed() {
+        summed = 1;
+    }
+    /* An RD for a counted queue: a forward RD with an APR adds a sample,
+     * every other RD only reads the sum. */
+    @hidden
+    table slot_access {
+        key = {
+            rd_valid   : ternary;
+            queue_port : ternary;
+            core_fwd   : ternary;
+            apr_in     : ternary;
+        }
+        actions = {
+            take_slot;
+            note_summed;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (1, FG_TNA_PORT_COUNTED, 1, 0) : note_summed();
+            (1, FG_TNA_PORT_COUNTED, 1, _) : take_slot();
+            (1, FG_TNA_PORT_COUNTED, 0, _) : note_summed();
+        }
+    }
+
     @hidden
     action sample_diff() {
         meta.fc.sample_delta = meta.fc.sample - old_sample;
+    }
+
+    /* D4: the 16-sample sum */
+    @hidden
+    action do_sum_add() { msum = sum_add.execute(queue_port[3:0]); }
+    @hidden
+    action do_sum_read() { msum = sum_read.execute(queue_port[3:0]); }
+    @hidden
+    table sum_access {
+        key = {
+            updated : ternary;
+            summed  : ternary;
+        }
+        actions = {
+            do_sum_add;
+            do_sum_read;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 2;
+        const entries = {
+            (1, _) : do_sum_add();
+            (0, 1) : do_sum_read();
+        }
+    }
+
+    /* D5: whether RateWrite lowers the rate to ER, and the core's event
+     * (ER_LOWERED / ER_KEPT are chosen at the count, after the compare). */
+    @hidden
+    action note_core(bit<3> event, bit<1> lower) {
+        core_event = event;
+        meta.er_lower = lower;
+    }
+    @hidden
+    table core_event_choice {
+        key = {
+            core_bwd : ternary;
+            msum     : ternary;
+            dpf_hit  : ternary;
+            updated  : ternary;
+            core_fwd : ternary;
+        }
+        actions = {
+            note_core;
+        }
+        const default_action = note_core(FG_CORE_MAPR_HELD, 0);
+        size = 8;
+        const entries = {
+            (1, 0, _, _, _) : note_core(FG_CORE_MAPR_UNKNOWN, 0);
+            (1, _, 1, _, _) : note_core(FG_CORE_MAPR_UNKNOWN, 1);
+            (1, _, _, _, _) : note_core(FG_CORE_MAPR_UNKNOWN, 0);
+            (0, _, _, 1, _) : note_core(FG_CORE_MAPR_UPDATED, 0);
+            (0, _, _, 0, 1) : note_core(FG_CORE_APR_UNKNOWN, 0);
+        }
     }
 #endif
     /* every flag and value a later branch reads, in one action */
     @hidden
     action clear_scratch() {
+        meta.fc.pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
         dpf_hit = 0;
         matched = 0;
         is_new = 0;
@@ -563,7 +1077,6 @@ control FiccrdEgress(inout tna_headers_t hdr,
         back_syn_ack = 0;
         updated = 0;
         summed = 0;
-        rwnd_path = 0;
         edge_event = 0;
         edge_counted = 0;
         ack_window = 0;
@@ -590,98 +1103,34 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action clone_rd() {
         meta.rd_mirror.setValid();
         meta.rd_mirror.kind = FG_TNA_MIRRORED;
-        meta.rd_mirror.flow_key = meta.fc.fkey;
+        meta.rd_mirror.flow_key = meta.bridge.fc_fkey;
         meta.rd_mirror.apr_kbps = apr_kbps;
         meta.rd_mirror.rtt_us = rtt;
         meta.mirror_session = (MirrorId_t)eg_intr_md.egress_port + FG_RD_SESSION_BASE;
         eg_dprsr_md.mirror_type = FG_TNA_MIRROR_RD;
     }
-
-
 #endif
+
     apply {
         /* Tofino 1 places the items of a control-flow sequence in program
          * order (bf-p4c: "in-sequence control dependence"): an item cannot sit
          * in an earlier stage than the one before it, and a block ends where
          * its last table does. So this apply is written in stage order: every
          * step below is tagged with its depth (D<n>: its inputs are ready after
-         * stage n - 1), the edge, the core and the conversions interleaved,
-         * and every block holds steps of one depth only (docs/hardware.md,
-         * "Fitting FICCRD"). Arithmetic without side effects runs for every
-         * packet; register actions, header writes, drops and counters wait
-         * for their branch. */
+         * stage n - 1), the edge, the core and the conversions interleaved
+         * (docs/hardware.md, "Fitting FICCRD"). Arithmetic without side
+         * effects runs for every packet; register actions, header writes,
+         * drops and counters wait for their branch (the const tables above). */
 
         /* ---- D0 ---- */
         take_clock();
         take_window();
         take_queued_ticks();
-        meta.fc.pkt_bytes = (bit<32>)eg_intr_md.pkt_length;
         clear_scratch();
-        /* Core inputs. A turned RD is both forward (MAPR update) and backward
-         * (ER). An RD clone is forward and, at its own queue, backward too: the
-         * source edge's uplink lowers ER when it emits the RD, not when it
-         * consumes it (v1model), so that a consumed RD's window does not wait
-         * for the core's arithmetic. */
-        if (meta.is_rd_clone == 1) {
-            rd_valid = 1;
-            queue_port = eg_intr_md.egress_port;
-            queue_here = 1;
-            core_fwd = 1;
-            core_bwd = 1;
-            apr_in = meta.rd_mirror.apr_kbps;
-            rate_in = FG_RATE_UNLIMITED;
-        } else {
-            rd_valid = meta.bridge.fc_rd_valid;
-            queue_port = meta.bridge.fc_queue_port;
-            queue_here = meta.bridge.fc_queue_here;
-            apr_in = hdr.fg_rd.apr_kbps;
-            rate_in = hdr.fg.rate_kbps;
-            if (hdr.fg.kind == FG_KIND_RD_FORWARD) {
-                core_fwd = 1;
-            } else {
-                core_fwd = meta.bridge.fc_turned;
-            }
-            if (hdr.fg.kind == FG_KIND_RD_BACKWARD && meta.bridge.fc_consume == 0) {
-                core_bwd = 1;
-            } else {
-                core_bwd = 0;
-            }
-        }
+        core_inputs.apply();
         log_er.apply();          /* log(ER) + offset - 13 x 32, from the header */
         log_rtt_min.apply();
-        /* Which edge path the packet takes (v1model: an if-else chain). */
-        edge_port = eg_intr_md.egress_port;
-        if (meta.is_rd_clone == 1) {
-            path = FG_TNA_PATH_CLONE;
-#ifndef FG_TNA_NO_FICCRD_EDGE
-        } else if (meta.bridge.fc_consume == 1) {
-            /* Source edge: the RD's ER and round trip become the flow's
-             * receive window, stored for its ACKs; the RD is dropped. */
-            path = FG_TNA_PATH_CONSUME;
-            meta.fc.fkey = hdr.fg_rd.flow_key;
-            eg_dprsr_md.drop_ctl = 1;
-            meta.dropped = 1;
-#endif
-        } else if (meta.bridge.fc_turned == 1) {
-            path = FG_TNA_PATH_TURNED;
-            edge_port = meta.bridge.fc_edge_port;
-#ifndef FG_TNA_NO_FICCRD_EDGE
-        } else if (hdr.tcp.isValid() && meta.bridge.fc_source == 1 && meta.bridge.fc_edge == 0
-                   && eg_intr_md.egress_port < FG_MAX_PORTS) {
-            /* Source edge, a packet of a TCP flow entering the network. */
-            path = FG_TNA_PATH_SOURCE;
-            meta.fc.interval_m1 = meta.bridge.fc_rd_interval - 1;
-            take_out_key();
-        } else if (hdr.tcp.isValid() && meta.bridge.fc_edge == 1 && meta.bridge.fc_source == 0) {
-            /* Source edge, a segment going back to a TCP sender. */
-            path = FG_TNA_PATH_BACK;
-            /* tcp_wscale is 0 unless the SYN carried the option (parser.p4) */
-            meta.fc.shift_in = min(meta.bridge.tcp_wscale, FG_TCP_MAX_WSCALE);
-            take_back_key();
-#endif
-        } else {
-            path = FG_TNA_PATH_NONE;
-        }
+        edge_path.apply();
 
         /* ---- D1 ---- */
         if (meta.is_rd_clone == 1) {
@@ -691,30 +1140,9 @@ control FiccrdEgress(inout tna_headers_t hdr,
         rd_rtt();
         rd_min_sum();
 #ifndef FG_TNA_NO_FICCRD_EDGE
-        /* flow_key, flow_syn_us, flow_wscale */
-        if (path == FG_TNA_PATH_CONSUME) {
-            matched = key_match.execute(meta.fc.fkey[9:0]);
-            meta.fc.shift = wscale_read.execute(meta.fc.fkey[9:0]);
-        } else if (path == FG_TNA_PATH_SOURCE) {
-            if ((hdr.tcp.flags & TCP_FLAG_SYN) != 0) {
-                is_new = key_claim.execute(meta.fc.fkey[9:0]);
-                syn_start.execute(meta.fc.fkey[9:0]);
-            } else {
-                is_new = key_check.execute(meta.fc.fkey[9:0]);
-                meta.fc.syn_us = syn_take.execute(meta.fc.fkey[9:0]);
-            }
-        } else if (path == FG_TNA_PATH_BACK) {
-            if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-                /* The receiver's shift applies to every later window it sends
-                 * (kept with the flow key; v1model: only for a tracked flow). */
-                wscale_write.execute(meta.fc.fkey[9:0]);
-                note_syn_ack();
-            } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST))
-                       == TCP_FLAG_ACK) {
-                matched = key_match.execute(meta.fc.fkey[9:0]);
-            }
-        }
+        key_access.apply();
+        syn_access.apply();
+        wscale_access.apply();
 #endif
 #ifndef FG_TNA_NO_FICCRD_CORE
         /* ficcrd_queue_seen; the MAPR ring's slot */
@@ -728,82 +1156,17 @@ control FiccrdEgress(inout tna_headers_t hdr,
             }
             meta.fc_queue_depth = eg_intr_md.enq_qdepth;
         }
-        if (rd_valid == 1 && queue_port < FG_MAX_PORTS) {
-            if (core_fwd == 1 && apr_in != 0) {
-                /* at most 2^28 - 1, so that 16 samples sum in 32 bits */
-                if (apr_in[31:28] == 0) {
-                    meta.fc.sample = apr_in;
-                } else {
-                    meta.fc.sample = 32w0x0fffffff;
-                }
-                slot = slot_next.execute(queue_port[3:0]);
-                updated = 1;
-            } else {
-                summed = 1;
-            }
-        }
+        clamp_sample();
+        slot_access.apply();
 #endif
 
         /* ---- D2 ---- */
         rd_shift();
 #ifndef FG_TNA_NO_FICCRD_EDGE
-        /* flow_window, flow_packets, flow_rtt, flow_base_rtt; what happens to
-         * flow_rwnd and which event is counted */
-        if (path == FG_TNA_PATH_CONSUME) {
-            meta.fc.log_in_rtt = base_add.execute(meta.fc.fkey[9:0]);
-            if (matched == 1) {
-                rtt_write.execute(meta.fc.fkey[9:0]);
-                if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
-                    rwnd_path = FG_TNA_RWND_RESET;
-                } else {
-                    rwnd_path = FG_TNA_RWND_WRITE;
-                }
-                edge_event = FG_EDGE_RD_CONSUMED;
-            } else {
-                edge_event = FG_EDGE_RD_STALE;
-            }
-            edge_counted = 1;
-        } else if (path == FG_TNA_PATH_SOURCE) {
-            if (is_new == 1) {
-                rtt = rtt_reset.execute(meta.fc.fkey[9:0]);
-                window_start.execute(meta.fc.fkey[9:0]);
-                packets_first.execute(meta.fc.fkey[9:0]);
-                base_reset.execute(meta.fc.fkey[9:0]);
-                note_flow_started();
-            } else {
-                rtt = rtt_read.execute(meta.fc.fkey[9:0]);
-                meta.fc.closed_bytes = window_add.execute(meta.fc.fkey[9:0]);
-                if (meta.fc.syn_us != 0) {
-                    learned = base_learn.execute(meta.fc.fkey[9:0]);
-                }
-                if (meta.bridge.fc_rd_interval != 0 && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
-                    clone = packets_count_clone.execute(meta.fc.fkey[9:0]);
-                } else {
-                    packets_count.execute(meta.fc.fkey[9:0]);
-                }
-            }
-        } else if (path == FG_TNA_PATH_BACK) {
-            if (back_syn_ack == 1) {
-                edge_event = FG_EDGE_WSCALE_LEARNED;
-                edge_counted = 1;
-            } else if (matched == 1) {
-                rwnd_path = FG_TNA_RWND_ACK;
-            }
-        } else if (path == FG_TNA_PATH_CLONE) {
-            edge_event = FG_EDGE_RD_EMITTED;
-            edge_counted = 1;
-        } else if (path == FG_TNA_PATH_TURNED) {
-            edge_event = FG_EDGE_RD_TURNED;
-            edge_counted = 1;
-        }
-#else
-        if (path == FG_TNA_PATH_CLONE) {
-            edge_event = FG_EDGE_RD_EMITTED;
-            edge_counted = 1;
-        } else if (path == FG_TNA_PATH_TURNED) {
-            edge_event = FG_EDGE_RD_TURNED;
-            edge_counted = 1;
-        }
+        rtt_access.apply();
+        window_access.apply();
+        packets_access.apply();
+        base_access.apply();
 #endif
 #ifndef FG_TNA_NO_FICCRD_CORE
         if (updated == 1) {
@@ -821,20 +1184,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         log_rtt.apply();
         rd_scale();
 #ifndef FG_TNA_NO_FICCRD_EDGE
-        /* flow_apr: the closed window's bytes */
-        if (path == FG_TNA_PATH_SOURCE) {
-            if (is_new == 1) {
-                last_bytes = apr_reset.execute(meta.fc.fkey[9:0]);
-            } else if (meta.fc.closed_bytes != 0) {
-                last_bytes = apr_update.execute(meta.fc.fkey[9:0]);
-            } else {
-                last_bytes = apr_read.execute(meta.fc.fkey[9:0]);
-            }
-            if (learned == 1) {
-                edge_event = FG_EDGE_BASE_RTT_LEARNED;
-                edge_counted = 1;
-            }
-        }
+        apr_access.apply();
 #endif
 #ifndef FG_TNA_NO_FICCRD_CORE
         sample_diff();
@@ -845,11 +1195,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         rd_log_window();
         apr_terms();
 #ifndef FG_TNA_NO_FICCRD_CORE
-        if (updated == 1) {
-            msum = sum_add.execute(queue_port[3:0]);
-        } else if (summed == 1) {
-            msum = sum_read.execute(queue_port[3:0]);
-        }
+        sum_access.apply();
 #endif
 
         /* ---- D5 ---- */
@@ -859,18 +1205,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
         /* ER = min(ER, MAPR x DPF >> 10) as exp(log MAPR-sum + log DPF'),
          * speculative; RateWrite applies it when er_lower says so. */
         log_mapr.apply();
-        if (dpf_hit == 1 && core_bwd == 1 && msum != 0) {
-            meta.er_lower = 1;
-        }
-        if (core_bwd == 1) {
-            core_event = FG_CORE_MAPR_UNKNOWN;  /* msum == 0; else chosen at D9 */
-        } else if (updated == 1) {
-            core_event = FG_CORE_MAPR_UPDATED;
-        } else if (core_fwd == 1) {
-            core_event = FG_CORE_APR_UNKNOWN;
-        } else {
-            core_event = FG_CORE_MAPR_HELD;
-        }
+        core_event_choice.apply();
 #endif
 
         /* ---- D6 ---- */
@@ -882,16 +1217,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
 
         /* ---- D7 ---- */
 #ifndef FG_TNA_NO_FICCRD_EDGE
-        /* ficcrd_flow_rwnd: every access after the window is known, so that
-         * all of them can share its stage. */
-        if (rwnd_path == FG_TNA_RWND_WRITE) {
-            rwnd_write.execute(meta.fc.fkey[9:0]);
-        } else if (rwnd_path == FG_TNA_RWND_RESET) {
-            rwnd_reset.execute(meta.fc.fkey[9:0]);
-        } else if (rwnd_path == FG_TNA_RWND_ACK) {
-            /* bytes = ER x RTT >> 13, at least 2920, >> wscale: stored by the RD */
-            ack_window = rwnd_lower.execute(meta.fc.fkey[9:0]);
-        }
+        rwnd_access.apply();
         if (clone == 1) {
             clone_rd();
         }
@@ -901,13 +1227,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
 #endif
 
         /* ---- D8 ---- */
-#ifndef FG_TNA_NO_FICCRD_EDGE
-        if (ack_window != 0) {
-            rewrite_window();
-            edge_event = FG_EDGE_WINDOW_REWRITTEN;
-            edge_counted = 1;
-        }
-#endif
+        edge_event_choice.apply();
 #ifndef FG_TNA_NO_FICCRD_CORE
         er_compare();
 #endif

@@ -57,7 +57,7 @@ control InputSanity(inout tna_headers_t hdr,
             hdr.ipv4.ihl            : ternary;
             short_by                : ternary;
             meta.checksum_error     : ternary;
-            hdr.ipv4.ttl            : ternary;
+            meta.ipv4_ttl_in        : ternary;  /* hdr.ipv4.ttl before routing */
             meta.ipv4_options       : ternary;
         }
         actions = {
@@ -458,6 +458,26 @@ control FiccrdIngress(inout tna_headers_t hdr,
         meta.bridge.fc_queue_port = ig_intr_md.ingress_port;
         meta.bridge.fc_queue_here = 0;
         meta.bridge.fc_consume = meta.bridge.fc_edge;
+        meta.bridge.fc_fkey = hdr.fg_rd.flow_key;
+    }
+
+    /* The flow key of a TCP segment for the egress edge (v1model: computed
+     * in FiccrdEgress): from the sender's side at a source port, from the
+     * receiver's otherwise. Here, so that egress indexes the flow registers
+     * without a hash step of its own, and because one egress table could
+     * not hold both hashes (bf-p4c: 64 bits through a 32-bit immediate
+     * path). */
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_out;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) hash_back;
+    @hidden
+    action take_out_key() {
+        meta.bridge.fc_fkey = hash_out.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                            hdr.tcp.src_port, hdr.tcp.dst_port});
+    }
+    @hidden
+    action take_back_key() {
+        meta.bridge.fc_fkey = hash_back.get({hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.ipv4.protocol,
+                                             hdr.tcp.dst_port, hdr.tcp.src_port});
     }
 
     apply {
@@ -474,6 +494,13 @@ control FiccrdIngress(inout tna_headers_t hdr,
         }
         if ((hdr.tcp.isValid() && fragment == 0) || meta.bridge.fc_rd_valid == 1) {
             ficcrd_edges.apply();
+        }
+        if (hdr.tcp.isValid()) {
+            if (meta.bridge.fc_source == 1) {
+                take_out_key();
+            } else {
+                take_back_key();
+            }
         }
         if (meta.bridge.fc_rd_valid == 1) {
             if (hdr.fg.kind == FG_KIND_RD_FORWARD) {

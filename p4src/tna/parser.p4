@@ -43,6 +43,7 @@ parser FgTnaIngressParser(packet_in pkt,
         meta.ipv4_residual = 0;
         meta.udp_residual = 0;
         meta.fc_prev_mac = 0;
+        meta.ipv4_ttl_in = 0;
         meta.syn_color = 0;
         meta.tcp_wscale = 0;
         meta.tcp_wscale_seen = 0;
@@ -284,7 +285,6 @@ parser FgTnaEgressParser(packet_in pkt,
         meta.fc_dpf = 0;
         meta.fc_above_q0 = 0;
         meta.fc_queue_depth = 0;
-        meta.fc.fkey = 0;
         meta.fc.win_now = 0;
         meta.fc.pkt_bytes = 0;
         meta.fc.apr = 0;

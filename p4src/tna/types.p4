@@ -49,6 +49,7 @@ header fg_bridge_t {
     bit<1>    tcp_wscale_seen;
     bit<16>   fc_rd_interval;
     bit<32>   fc_rtt_min_us;
+    bit<32>   fc_fkey;         /* FICCRD edge: the flow key (CRC32 of the 5-tuple, or an RD's) */
     bit<7>    pad0;
     port_id_t fc_edge_port;
     bit<7>    pad1;
@@ -81,7 +82,6 @@ struct fg_key_pair_t {
 /* FICCRD values that its RegisterActions read (metadata, so that the
  * parser initialises them). */
 struct fg_ficcrd_scratch_t {
-    bit<32> fkey;         /* flow key of this packet */
     bit<32> win_now;      /* current rate window */
     bit<32> pkt_bytes;
     bit<32> apr;          /* the flow's arrival rate, kbit/s */
@@ -126,6 +126,7 @@ struct tna_ingress_meta_t {
     bit<1>  fg_rewritten;        /* ingress turned an RD around */
     bit<1>  udp_csum_update;
     bit<16> ipv4_residual;       /* IPv4 checksum without ttl/protocol */
+    bit<8>  ipv4_ttl_in;         /* the TTL as it arrived (routing decrements hdr.ipv4.ttl) */
     bit<16> udp_residual;        /* UDP checksum without fg version/kind */
     bit<48> fc_prev_mac;
     bit<8>  syn_color;  /* MeterColor_t (v1model: bit<2>) */
