@@ -223,12 +223,14 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
         for res in s["results"].values():
             for win, w in res.get("windows", {"run": res}).items():
                 rows += [(win, f) for f in w["flows"] if (win, f) not in rows]
+    # the TCP generators' table first: its own header, so the flow table below stays one
+    # table (its header directly above its rows)
+    lines += _tcp_rows(by, cols, head)
     if rows:
         lines += [
             f"| window | flow | max-min | {head} |",
             "|---|---|---|" + "---|" * len(cols),
         ]
-    lines += _tcp_rows(by, cols, head)
     flow_lines: list[str] = []
     for win, flow in rows:
         cells, oracle, spans = [], None, []
