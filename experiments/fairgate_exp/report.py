@@ -309,7 +309,9 @@ def _figure_rows(
     by: dict[tuple[str, str], dict[str, Any]], cols: list[tuple[str, str, str]], head: str
 ) -> list[str]:
     """After warm-up: each measured port's queue (mean +- sd, packets), drops and
-    utilisation; bulk TCP flows' Jain index, goodput over capacity and retransmissions."""
+    utilisation, and the controller's flow number where an algorithm has one (QFCP's N,
+    Lestas's N-hat, mean over the window); bulk TCP flows' Jain index, goodput over
+    capacity and retransmissions."""
     ports: list[str] = []
     bulk = False
     for s in by.values():
@@ -337,6 +339,12 @@ def _figure_rows(
             (f"{p} loss rate", port_fig(p, "loss_rate")),
             (f"{p} utilisation", port_fig(p, "util")),
         ]
+        if any(
+            (res.get("ports", {}).get(p) or {}).get("flow_number") is not None
+            for s in by.values()
+            for res in s["results"].values()
+        ):
+            figures.append((f"{p} flow number (N, N-hat)", port_fig(p, "flow_number")))
     figures += _cm_figures(by)
     if bulk:
         figures += [

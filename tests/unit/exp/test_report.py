@@ -80,7 +80,10 @@ def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) 
                 }
             },
             "ports": {
-                "s1->s2": {"util": 0.8, "queue_pkts": 89.4, "queue_sd_pkts": 39.5, "drops": 7}
+                "s1->s2": {"util": 0.8, "queue_pkts": 89.4, "queue_sd_pkts": 39.5, "drops": 7},
+                # one scale's controller has a flow number, the other's none
+                "s2->s3": {"util": 0.5, "drops": 0, "queue_pkts": 0.0}
+                | ({"flow_number": 1.66} if scale == "lab" else {}),
             },
             "tcp_flows": {"jain": jain, "goodput_over_capacity": 0.79, "retrans_after_warmup": 12},
         }
@@ -95,6 +98,8 @@ def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) 
     assert "| run 15-60 s | h1 | 50 | 40 | 40 (50-200 s) |" in text
     assert "| s1->s2 queue (pkt) | 89.4 +- 39.5 | 89.4 +- 39.5 |" in text
     assert "| s1->s2 drops | 7 | 7 |" in text
+    assert "| s2->s3 flow number (N, N-hat) | 1.66 | - |" in text
+    assert "s1->s2 flow number" not in text  # no record has one there
     assert "| TCP Jain (goodput) | 0.975 | 0.991 |" in text
     assert "| TCP retransmissions | 12 | 12 |" in text
     assert "| jain >= 0.95 | pass 0.975 (15-60 s) | pass 0.991 (50-200 s) |" in text
