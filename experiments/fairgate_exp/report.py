@@ -345,6 +345,17 @@ def _figure_rows(
             for res in s["results"].values()
         ):
             figures.append((f"{p} flow number (N, N-hat)", port_fig(p, "flow_number")))
+    if any(
+        (res.get("engine") or {}).get("sender_losses") is not None
+        for s in by.values()
+        for res in s["results"].values()
+    ):  # BMv2: the ports' drops are estimates; what the paced senders lost is not
+        figures.append(
+            (
+                "paced senders' losses (BMv2)",
+                lambda r: ((r.get("engine") or {}).get("sender_losses") or {}).get("after_warmup"),
+            )
+        )
     figures += _cm_figures(by)
     if bulk:
         figures += [

@@ -211,6 +211,9 @@ def _fct_record(results: Path, engine: str, scale: str, fcts: dict[str, float]) 
         }
         for i, (algo, fct) in enumerate(fcts.items())
     }
+    if engine == "bmv2":  # BMv2 records what the paced senders lost beside the estimate
+        for i, algo in enumerate(fcts):
+            res[algo]["engine"] = {"sender_losses": {"after_warmup": i, "total": 2 * i}}
     summary = {"experiment": "fct", "run_id": run_id, "engine": engine, "scale": scale}
     summary |= {"factor": 1.0, "algos": list(fcts), "results": res, "verdicts": []}
     (run / "summary.json").write_text(json.dumps(summary))
@@ -232,6 +235,7 @@ def test_report_gives_every_algorithm_of_a_tcp_generator_its_fct_column(tmp_path
         in text
     )
     assert "| pareto | completed / flows (all) | 3/3 | 3/3 | 3/3 | 3/3 | 3/3 |" in text
+    assert "| paced senders' losses (BMv2) | 0 | 1 | 2 | 3 | 4 | - | - | - | - | - |" in text
 
 
 def test_report_keeps_the_flow_table_under_its_header_beside_tcp_generators(
