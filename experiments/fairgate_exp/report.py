@@ -302,7 +302,9 @@ def _records(by: dict[tuple[str, str], dict[str, Any]], results: Path) -> list[s
         ),
         "",
     ]
-    return lines
+    # one blank line between tables (the TCP table's own and the next one's meet without
+    # a flow table between them)
+    return [x for i, x in enumerate(lines) if x or i == 0 or lines[i - 1]]
 
 
 def _figure_rows(
