@@ -257,3 +257,13 @@ def test_report_keeps_the_flow_table_under_its_header_beside_tcp_generators(
     assert lines[head + 2] == "| run | f1 | 12 | 10 | 11 |"  # the rows directly under it
     tcp = lines.index("| TCP generator | figure | sim lab qfcp | sim lab none |")
     assert tcp < head and "" in lines[tcp:head]  # a table of its own, before
+
+
+def test_report_puts_one_blank_line_after_a_tcp_table_with_no_flow_table(tmp_path: Path) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    _fct_record(results, "bmv2", "lab", {"qfcp": 0.4, "none": 1.0}, flows=False)
+    update(doc, results, exps)
+    text = doc.read_text()
+    assert "| paced senders' losses (BMv2) | 0 | 1 |" in text
+    assert "| window | flow |" not in text and "\n\n\n" not in text
