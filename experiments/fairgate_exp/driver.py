@@ -369,6 +369,10 @@ def _algo_summary(plan: Plan, res: dict[str, Any], algo: str) -> dict[str, Any]:
                     "drops": window_drops(rs),
                     "loss_rate": None if (lr := loss_rate(rs)) is None else round(lr, 5),
                 }
+                # the controller's equivalent number of flows (QFCP's N, Lestas's N-hat)
+                ns = [r["n"] for r in rs if r.get("n") is not None]
+                if ns:
+                    ports[lab]["flow_number"] = round(sum(ns) / len(ns), 3)
         out["windows"][label] = {"window_s": [t0, t1], "flows": flows, "ports": ports}
     run = out["windows"]["run"]
     out.update(flows=run["flows"], ports=run["ports"], engine=res["engine"])

@@ -294,12 +294,14 @@ def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
         for res in s["results"].values():
             for win, w in res.get("windows", {"run": res}).items():
                 rows += [(win, f) for f in w["flows"] if (win, f) not in rows]
+    # the TCP generators' table first: its own header, so the flow table below stays one
+    # table (its header directly above its rows)
+    lines += _tcp_rows(by, cols, head)
     if rows:
         lines += [
             f"| window | flow | max-min | {head} |",
             "|---|---|---|" + "---|" * len(cols),
         ]
-    lines += _tcp_rows(by, cols, head)
     flow_lines: list[str] = []
     for win, flow in rows:
         cells, oracle, spans = [], None, []
@@ -371,14 +373,18 @@ def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
         ),
         "",
     ]
-    return lines
+    # one blank line between tables (the TCP table's own and the next one's meet without
+    # a flow table between them)
+    return [x for i, x in enumerate(lines) if x or i == 0 or lines[i - 1]]
 
 
 def _figure_rows(
     by: dict[tuple[str, str], dict[str, Any]], cols: list[tuple[str, str, str]], head: str
 ) -> list[str]:
     """After warm-up: each measured port's queue (mean +- sd, packets), drops and
-    utilisation; bulk TCP flows' Jain index, goodput over capacity and retransmissions."""
+    utilisation, and the controller's flow number where an algorithm has one (QFCP's N,
+    Lestas's N-hat, mean over the window); bulk TCP flows' Jain index, goodput over
+    capacity and retransmissions."""
     ports: list[str] = []
     bulk = False
     for s in by.values():
@@ -406,6 +412,23 @@ def _figure_rows(
             (f"{p} loss rate", port_fig(p, "loss_rate")),
             (f"{p} utilisation", port_fig(p, "util")),
         ]
+        if any(
+            (res.get("ports", {}).get(p) or {}).get("flow_number") is not None
+            for s in by.values()
+            for res in s["results"].values()
+        ):
+            figures.append((f"{p} flow number (N, N-hat)", port_fig(p, "flow_number")))
+    if any(
+        (res.get("engine") or {}).get("sender_losses") is not None
+        for s in by.values()
+        for res in s["results"].values()
+    ):  # BMv2: the ports' drops are estimates; what the paced senders lost is not
+        figures.append(
+            (
+                "paced senders' losses (BMv2)",
+                lambda r: ((r.get("engine") or {}).get("sender_losses") or {}).get("after_warmup"),
+            )
+        )
     figures += _cm_figures(by)
     if bulk:
         figures += [

@@ -728,6 +728,9 @@ class Bmv2Engine:
         if lines:
             facts["rtt_emulation"] = "ack-delay and delay lines (hosts' access delays)"
             facts["delay_lines"] = {h: delay_line_summary(c) for h, c in lines.items()}
+        losses = self.sender_losses()
+        if losses:
+            facts["sender_losses"] = losses
         cm = self.cm_facts()
         if cm:
             facts["cm"] = cm
@@ -740,6 +743,39 @@ class Bmv2Engine:
         ):
             facts["tcp_hold"] = "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
         return facts
+
+    def sender_losses(self) -> dict[str, Any]:
+        """The losses the paced senders of ``flows`` detected themselves (gaps in their
+        acks), after warm-up: what actually got lost on their paths. BMv2 has no counter
+        for its queues' drops, so the ports' drops are estimated from arrivals, departures
+        and the queue histogram (``metrics.window_drops``); this is the ground truth beside
+        them wherever every packet through a port is a paced sender's."""
+        if self.ctx is None or self._plan is None or not self._plan.flows:
+            return {}
+        warmup = self._plan.warmup_s
+        flows: dict[str, int] = {}
+        total = 0
+        for f in self._plan.flows:
+            recs = read_jsonl(self.ctx.log_path(f"tx-{f.name}"))
+            agent = next((r for r in recs if r.get("type") == "agent"), None)
+            if agent is None:
+                continue
+            base = agent["wall_time"] - self.t0
+            samples = [
+                (base + r["t_us"] / 1e6, int(r.get("losses") or 0))
+                for r in recs
+                if r.get("type") == "sample"
+            ]
+            if not samples:
+                continue
+            before = [n for t, n in samples if t <= warmup]
+            flows[f.name] = samples[-1][1] - (before[-1] if before else 0)
+            total += samples[-1][1]
+        return {
+            "after_warmup": sum(flows.values()),
+            "total": total,
+            "flows": flows,
+        }
 
     def _unregister_kernel_cc(self) -> str:
         """Take back fg_cm, which this run registered (machine-wide kernel state: it

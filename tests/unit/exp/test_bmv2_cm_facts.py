@@ -62,3 +62,26 @@ def test_cm_facts_and_kernel_trace_from_the_apps_done_lines(tmp_path: Path) -> N
     # TCP/CM's series: segments of the file's mss, at the experiment's time
     series = eng._tcpcm_series(tcpcm)["tcpcm-0"]
     assert series == [(2.0, 10, 2, 50.0)]
+
+
+def test_sender_losses_count_what_the_paced_senders_lost_after_warm_up(tmp_path: Path) -> None:
+    """two-bottleneck (warm-up 20 s): flow1 lost 4 packets up to the end of warm-up and 1
+    after it, the others none; a sender's times are its own (since it started)."""
+    plan = load(EXPERIMENTS_DIR / "two-bottleneck.toml", "lab")
+    eng = Bmv2Engine()
+    eng.ctx = SimpleNamespace(log_path=lambda name: tmp_path / f"{name}.jsonl")  # type: ignore[assignment]
+    eng._plan = plan
+    eng.t0 = 100.0
+    for f in plan.flows:
+        lost = [(1.0, 3), (18.5, 3), (19.5, 4), (24.0, 5)] if f.name == "flow1" else [(1.0, 0)]
+        _log(
+            tmp_path / f"tx-{f.name}.jsonl",
+            [{"type": "agent", "wall_time": 100.5}]
+            + [{"type": "sample", "t_us": round(t * 1e6), "losses": n} for t, n in lost],
+        )
+    # flow1's 19.5 s sample is at 20.0 s of the run: warm-up's last
+    assert eng.sender_losses() == {
+        "after_warmup": 1,
+        "total": 5,
+        "flows": {"flow1": 1, "flow2": 0, "flow3": 0},
+    }

@@ -46,6 +46,15 @@ def test_file_meets_its_expectations_at_lab_scale(
                 assert f["mean_pps"] == pytest.approx(f["maxmin_pps"], rel=tol), (win, flow, f)
                 checked += 1
     assert checked >= 2
+    # the record's per-port flow number (the report's N / N-hat row) is what the file's
+    # flow_number expectations judged over the same window
+    for v in verdicts:
+        ports = plan.file.expect[v["expect"]].ports
+        if v["metric"] == "flow_number" and ports and len(ports) == 1:
+            w = next(w for w in windows.values() if w.get("window_s") == v["window_s"])
+            assert w["ports"][ports[0]]["flow_number"] == pytest.approx(v["measured"], abs=1e-3)
+            checked += 1
+    assert name != "two-bottleneck" or checked >= 4  # both routers' N
     (run_dir,) = [p for p in tmp_path.glob(f"{name}/*") if not p.is_symlink()]
     assert (run_dir / "summary.json").exists()
 

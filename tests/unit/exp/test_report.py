@@ -80,7 +80,10 @@ def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) 
                 }
             },
             "ports": {
-                "s1->s2": {"util": 0.8, "queue_pkts": 89.4, "queue_sd_pkts": 39.5, "drops": 7}
+                "s1->s2": {"util": 0.8, "queue_pkts": 89.4, "queue_sd_pkts": 39.5, "drops": 7},
+                # one scale's controller has a flow number, the other's none
+                "s2->s3": {"util": 0.5, "drops": 0, "queue_pkts": 0.0}
+                | ({"flow_number": 1.66} if scale == "lab" else {}),
             },
             "tcp_flows": {"jain": jain, "goodput_over_capacity": 0.79, "retrans_after_warmup": 12},
         }
@@ -95,6 +98,8 @@ def test_report_tables_ports_bulk_tcp_and_windows_of_each_scale(tmp_path: Path) 
     assert "| run 15-60 s | h1 | 50 | 40 | 40 (50-200 s) |" in text
     assert "| s1->s2 queue (pkt) | 89.4 +- 39.5 | 89.4 +- 39.5 |" in text
     assert "| s1->s2 drops | 7 | 7 |" in text
+    assert "| s2->s3 flow number (N, N-hat) | 1.66 | - |" in text
+    assert "s1->s2 flow number" not in text  # no record has one there
     assert "| TCP Jain (goodput) | 0.975 | 0.991 |" in text
     assert "| TCP retransmissions | 12 | 12 |" in text
     assert "| jain >= 0.95 | pass 0.975 (15-60 s) | pass 0.991 (50-200 s) |" in text
@@ -181,3 +186,84 @@ def test_report_fills_variants_a_partial_run_left_out_from_older_records(
         "20260102T000000Z-sim-file-b",
     ]
     assert {v["algo"] for v in merged["verdicts"]} == {"static", "search"}
+
+
+def _fct_record(
+    results: Path, engine: str, scale: str, fcts: dict[str, float], flows: bool = True
+) -> None:
+    """A record of a file with a TCP generator (paced senders under the rate algorithms,
+    TCP under none) and one measured flow, each algorithm's flows of 4-7 segments at
+    ``fcts[algo]`` s."""
+    run_id = f"20260101T000000Z-{engine}-{scale}-aaaaaaa"
+    run = results / "fct" / run_id
+    run.mkdir(parents=True)
+    res = {
+        algo: {
+            "flows": {"f1": {"mean_pps": 10.0 + i, "maxmin_pps": 12.0}},
+            "tcp": {
+                "pareto": {
+                    "every_flow": {
+                        "flows": 3,
+                        "completed": 3,
+                        "mean_fct_s": fct,
+                        "mean_fct_by_size_segments": {"4-7": [2, fct], "16-31": [1, 2 * fct]},
+                    }
+                }
+            },
+        }
+        for i, (algo, fct) in enumerate(fcts.items())
+    }
+    if not flows:  # TCP generators only (fct.toml)
+        for r in res.values():
+            r["flows"] = {}
+    if engine == "bmv2":  # BMv2 records what the paced senders lost beside the estimate
+        for i, algo in enumerate(fcts):
+            res[algo]["engine"] = {"sender_losses": {"after_warmup": i, "total": 2 * i}}
+    summary = {"experiment": "fct", "run_id": run_id, "engine": engine, "scale": scale}
+    summary |= {"factor": 1.0, "algos": list(fcts), "results": res, "verdicts": []}
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_report_gives_every_algorithm_of_a_tcp_generator_its_fct_column(tmp_path: Path) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    fcts = {"qfcp": 0.37, "rcp": 0.75, "xcp": 0.41, "lestas": 0.52, "none": 0.99}
+    _fct_record(results, "bmv2", "lab", fcts)
+    _fct_record(results, "sim", "paper", {a: 2 * v for a, v in fcts.items()}, flows=False)
+    update(doc, results, exps)
+    text = doc.read_text()
+    cols = " | ".join(f"{e} {s} {a}" for e, s in (("bmv2", "lab"), ("sim", "paper")) for a in fcts)
+    assert f"| TCP generator | figure | {cols} |" in text
+    assert "| pareto | mean FCT s, 4-7 segments (all) | 0.37 | 0.75 | 0.41 | 0.52 | 0.99 " in text
+    assert (
+        "| pareto | mean FCT s, 16-31 segments (all) | 0.74 | 1.5 | 0.82 | 1.04 | 1.98 | 1.48"
+        in text
+    )
+    assert "| pareto | completed / flows (all) | 3/3 | 3/3 | 3/3 | 3/3 | 3/3 |" in text
+    assert "| paced senders' losses (BMv2) | 0 | 1 | 2 | 3 | 4 | - | - | - | - | - |" in text
+    assert "\n\n\n" not in text  # one blank line between the tables
+
+
+def test_report_keeps_the_flow_table_under_its_header_beside_tcp_generators(
+    tmp_path: Path,
+) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    _fct_record(results, "sim", "lab", {"qfcp": 0.4, "none": 1.0})
+    update(doc, results, exps)
+    lines = doc.read_text().splitlines()
+    head = lines.index("| window | flow | max-min | sim lab qfcp | sim lab none |")
+    assert lines[head + 1] == "|---|---|---|---|---|"
+    assert lines[head + 2] == "| run | f1 | 12 | 10 | 11 |"  # the rows directly under it
+    tcp = lines.index("| TCP generator | figure | sim lab qfcp | sim lab none |")
+    assert tcp < head and "" in lines[tcp:head]  # a table of its own, before
+
+
+def test_report_puts_one_blank_line_after_a_tcp_table_with_no_flow_table(tmp_path: Path) -> None:
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    _fct_record(results, "bmv2", "lab", {"qfcp": 0.4, "none": 1.0}, flows=False)
+    update(doc, results, exps)
+    text = doc.read_text()
+    assert "| paced senders' losses (BMv2) | 0 | 1 |" in text
+    assert "| window | flow |" not in text and "\n\n\n" not in text
