@@ -596,6 +596,8 @@ class Bmv2Engine:
             if a.app == "tcp":
                 flows = done.get("flows", [])
                 f["retransmits"] = sum(x["retrans"] for x in flows)
+                # the kernel's retransmissions, paid from the CM's rate (apps.tcpcm)
+                f["retrans_bytes_charged"] = sum(x.get("retrans_bytes_charged", 0) for x in flows)
                 f["rto_timeouts"] = sum(x["timeouts_reported"] for x in flows)
                 f["kernel_cwnd_bound_polls"] = done.get("cwnd_bound_polls")
             if a.app == "audio":

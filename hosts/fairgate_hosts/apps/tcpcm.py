@@ -274,6 +274,7 @@ def kernel_line(conn: CmConn, t_s: float) -> dict[str, Any]:
         "notsent_bytes": None if i is None else i.notsent,
         "ssthresh_segs": None if i is None else i.snd_ssthresh,
         "ca_state": None if i is None else i.ca_state,
+        "srtt_us": None if i is None else i.rtt_us,
         "backlog_bytes": conn.backlog,
         "polls": iv.samples,
         "cwnd_bound": iv.cwnd_bound,
