@@ -4,11 +4,14 @@ CM's AIMD grants it, TCP's acks feed ``cm_update``) and one kernel TCP NewReno c
 through a plain drop-tail BMv2 bottleneck (algorithm ``none``: routes only, no rate
 stamped). The file runs once through the driver's BMv2 engine; the tests read its record.
 
-Checks: the switch only forwarded and dropped (no explicit rate anywhere), the CM's own
+Checks: both connections had the file's 120 ms RTT (``ack_delay``/``hold``, which kernel
+TCP cannot hold: delay lines of 60 ms on the senders' access links), the switch only
+forwarded and dropped (no explicit rate anywhere), the CM's own
 AIMD set TCP/CM's rate from loss feedback (it halved on losses), the two shared the
 bottleneck within ``SHARE_TOLERANCE`` of half each after the warm-up, and the kernel's
 congestion window (fg_cm, ``fairgate_hosts.kernel_cc``) never held granted data back (the
-TCP_INFO trace). Without clang/bpftool (fg_cm cannot be built) the module is skipped.
+TCP_INFO trace) and the kernel's own retransmissions were paid from the CM's rate. Without
+clang/bpftool (fg_cm cannot be built) the module is skipped.
 
 Serialise with other BMv2 users: ``flock /tmp/fairgate-lab.lock .venv/bin/python -m pytest
 tests/mininet/test_cm_droptail_bmv2.py -q -s``.
@@ -17,6 +20,7 @@ tests/mininet/test_cm_droptail_bmv2.py -q -s``.
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -103,3 +107,36 @@ def test_kernel_cwnd_never_binds(smoke: tuple[Any, Path, dict[str, Any]]) -> Non
     # (apps/tcpcm.py): counted apart, and bounded to 2 % of the polls.
     assert kernel["cwnd_bound_open_polls"] == 0, kernel
     assert kernel["cwnd_bound_polls"] <= 0.02 * kernel["polls"], kernel
+
+
+def test_kernel_tcp_has_the_files_rtt(smoke: tuple[Any, Path, dict[str, Any]]) -> None:
+    """Kernel TCP cannot hold its acks: the file's 120 ms (r1's ``ack_delay`` for TCP/CM,
+    NewReno's ``hold``) are delay lines of 60 ms each way on h1's and h2's access links,
+    and TCP/CM's smoothed RTT (the kernel's, every poll) never falls below 120 ms."""
+    _, run_dir, s = smoke
+    engine = s["results"]["none"]["engine"]
+    lines = engine["delay_lines"]
+    print(f"\ndelay lines: {lines}")
+    assert set(lines) == {"h1", "h2"}
+    for line in lines.values():
+        assert line["delay_ms"] == 60.0 and line["lost"] == 0
+        assert line["frames_ab"] > 100 and line["frames_ba"] > 100  # data one way, acks back
+    log = run_dir / "none" / "hosts" / "cm-tcpcm.jsonl"
+    rtts = [
+        r["srtt_us"]
+        for r in map(json.loads, log.read_text().splitlines())
+        if r.get("type") == "kernel" and r.get("srtt_us")
+    ]
+    print(f"TCP/CM srtt: {min(rtts)}-{max(rtts)} us over {len(rtts)} samples")
+    assert len(rtts) > 10 and min(rtts) >= 119_000
+
+
+def test_kernel_retransmissions_are_paid_from_the_cms_rate(
+    smoke: tuple[Any, Path, dict[str, Any]],
+) -> None:
+    """The kernel resends lost segments without a grant; TCP/CM charges their bytes to the
+    CM (the paper's TCP/CM resends on grants), about one MSS per retransmitted segment."""
+    cm = smoke[2]["results"]["none"]["engine"]["cm"]["tcpcm"]
+    print(f"\nTCP/CM: {cm}")
+    assert cm["retransmits"] > 0
+    assert cm["retrans_bytes_charged"] == pytest.approx(cm["retransmits"] * 1448, rel=0.25)

@@ -5,7 +5,10 @@ Capacities are BMv2 egress queue rates in packets/s (a bit/s capacity becomes pa
 of the data frame); the controller gets the plan's topology (per-direction capacities).
 Propagation delay: the kernels here have no netem, so a switch-to-switch link delay is
 refused; host access delays are delay-line nodes and ``ack_delay`` is held by the
-receiver (the labs' RTT emulation). Time is wall time since the controller was ready.
+receiver (the labs' RTT emulation). Kernel TCP cannot hold its acks: the RTT a file gives
+kernel TCP by ``hold`` (and TCP/CM by its receiver's ``ack_delay``) becomes a delay line
+on the sender's access link where that poses the same question (``held_access_delays``).
+Time is wall time since the controller was ready.
 """
 
 from __future__ import annotations
@@ -50,9 +53,48 @@ def check_environment() -> str | None:
     return None
 
 
+def kernel_tcp_holds(plan: Plan) -> dict[str, set[float]]:
+    """Each host sending kernel TCP: the RTTs (s) the file gives its connections beyond
+    the network's (a bulk or Poisson generator's ``hold``: the simulator's sink holds each
+    packet; a TCP/CM app's receiver ``ack_delay``: the simulator's TCP/CM sink holds as
+    long). Kernel TCP under every algorithm of the file (paced senders are not TCP)."""
+    out: dict[str, set[float]] = {}
+    for g in plan.tcp:
+        if not any(g.paced(a) for a in plan.algorithms):
+            out.setdefault(g.src, set()).add(g.hold_s)
+    for a in plan.cm:
+        if a.app == "tcp":
+            out.setdefault(a.src, set()).add(plan.hosts[a.dst].ack_delay_s)
+    return out
+
+
+def held_access_delays(plan: Plan) -> dict[str, float]:
+    """The one-way delay (s) of a delay line on each kernel-TCP sender's access link that
+    gives its connections the RTT the file asks for (``kernel_tcp_holds``): half that RTT
+    each way, as the simulator's hold adds it once per round trip. All or nothing: every
+    host sending kernel TCP with a hold must send nothing else (no UDP flow, no UDP CM
+    app: their receivers already hold acks), receive nothing, have no access delay of its
+    own and one hold for all its connections; otherwise no line (and the run's facts say
+    that kernel TCP sees the queue only), so kernel TCP flows compared in one run always
+    have the same emulation."""
+    holds = kernel_tcp_holds(plan)
+    if not any(h > 0 for hs in holds.values() for h in hs):
+        return {}
+    udp = {f.src for f in plan.flows} | {a.src for a in plan.cm if a.app != "tcp"}
+    udp |= {g.src for g in plan.tcp if any(g.paced(a) for a in plan.algorithms)}
+    dsts = {f.dst for f in plan.flows} | {g.dst for g in plan.tcp} | {a.dst for a in plan.cm}
+    one: dict[str, float] = {}
+    for host, hs in holds.items():
+        if len(hs) != 1 or host in udp | dsts or plan.hosts[host].delay_s > 0:
+            return {}
+        one[host] = min(hs)
+    return {host: rtt / 2 for host, rtt in one.items() if rtt > 0}
+
+
 def lab_topology(plan: Plan) -> LabTopology:
     """The plan as a LabTopology, port for port (the a -> b queue of each link is set by
-    LabNet; the b -> a queue, if the plan limits it, by the engine afterwards)."""
+    LabNet; the b -> a queue, if the plan limits it, by the engine afterwards); kernel
+    TCP senders' holds as delay lines (``held_access_delays``)."""
     if plan.exact_queue:
         raise ValueError(
             'bmv2 engine: measure.queue = "exact" is the simulator\'s; BMv2 gives the '
@@ -89,10 +131,12 @@ def lab_topology(plan: Plan) -> LabTopology:
                 "controller's topology file gives a link one capacity for both directions"
             )
     cm_shared_hosts(plan)
+    held = held_access_delays(plan)
     topo = LabTopology(frame_bytes=plan.frame)
     topo.switches = list(plan.switches)
     for h in plan.hosts.values():
         p = plan.ports[(h.switch, h.port)]
+        delay_s = held.get(h.name, h.delay_s)
         topo.hosts[h.name] = LabHost(
             h.name,
             h.index,
@@ -101,7 +145,7 @@ def lab_topology(plan: Plan) -> LabTopology:
             _pps(plan, p),
             p.depth,
             p.gate_syn,
-            round(h.delay_s * 1000, 6) if h.delay_s > 0 else None,
+            round(delay_s * 1000, 6) if delay_s > 0 else None,
         )
     done: set[tuple[str, int]] = set()
     for key, p in plan.ports.items():
@@ -552,6 +596,8 @@ class Bmv2Engine:
             if a.app == "tcp":
                 flows = done.get("flows", [])
                 f["retransmits"] = sum(x["retrans"] for x in flows)
+                # the kernel's retransmissions, paid from the CM's rate (apps.tcpcm)
+                f["retrans_bytes_charged"] = sum(x.get("retrans_bytes_charged", 0) for x in flows)
                 f["rto_timeouts"] = sum(x["timeouts_reported"] for x in flows)
                 f["kernel_cwnd_bound_polls"] = done.get("cwnd_bound_polls")
             if a.app == "audio":
@@ -738,10 +784,10 @@ class Bmv2Engine:
         if kernel:
             facts["tcpcm_kernel"] = kernel
             facts["tcpcm_kernel_cc"] = self.tcpcm_cc_note or self.tcpcm_cc
-        if self._plan is not None and any(
-            g.hold_s > 0 and not g.paced(self._algo) for g in self._plan.tcp
-        ):
-            facts["tcp_hold"] = "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
+        if self._plan is not None:
+            note = tcp_hold_note(self._plan)
+            if note:
+                facts["tcp_hold"] = note
         return facts
 
     def sender_losses(self) -> dict[str, Any]:
@@ -788,6 +834,18 @@ class Bmv2Engine:
         except kernel_cc.KernelCCError as exc:
             return f"failed: {exc}"
         return "yes"
+
+
+def tcp_hold_note(plan: Plan) -> str | None:
+    """How the run gave kernel TCP the RTT the file asks for by holding (None: it asks
+    for none)."""
+    if not any(h > 0 for hs in kernel_tcp_holds(plan).values() for h in hs):
+        return None
+    held = held_access_delays(plan)
+    if held:
+        lines = ", ".join(f"{h} {d * 1000:g} ms" for h, d in sorted(held.items()))
+        return f"delay lines on the kernel TCP senders' access links, one way: {lines}"
+    return "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
 
 
 def delay_line_summary(counts: dict[str, Any]) -> dict[str, Any]:

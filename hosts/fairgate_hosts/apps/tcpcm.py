@@ -10,7 +10,9 @@ segment, so it cannot run ahead of the CM. Feedback: ``TCP_INFO`` is polled ever
 kernel is in loss recovery, where SACKed deliveries still count as feedback; one loss per
 recovery episode, when the kernel enters fast recovery, not for a tail loss probe; its
 smoothed RTT; a retransmission timeout as persistent congestion). The kernel retransmits
-by itself: those segments are not granted (the paper's TCP/CM asks the CM for them too).
+by itself, at once; the poll that sees them charges their bytes to the CM (``charge``: the
+macroflow's credit pays for them, so the next grants wait), as the paper's TCP/CM sends
+retransmissions on the CM's grants too.
 Probing is off: TCP's acks are the feedback, as in the paper.
 
 The kernel's congestion control still runs underneath; TCP/CM needs it never to be the
@@ -63,6 +65,7 @@ class CmConn:
     written: int = 0
     acked: int = 0
     total_retrans: int = 0
+    bytes_retrans: int = 0  # retransmitted bytes charged to the CM
     in_rto: bool = False
     recovering: bool = False
     delivered: int = 0
@@ -204,7 +207,11 @@ class TcpCm:
             loss = recovering and not conn.recovering
             rto = info.ca_state == TCP_CA_LOSS
             persistent = rto and not conn.in_rto
+            d_retrans = max(0, info.bytes_retrans - conn.bytes_retrans)
             conn.acked, conn.total_retrans, conn.in_rto = info.bytes_acked, info.total_retrans, rto
+            conn.bytes_retrans = info.bytes_retrans
+            if d_retrans:  # sent without a grant: the CM's rate pays for them
+                events += self.cm.charge(conn.fid, d_retrans, now_us)
             conn.delivered, conn.recovering = info.delivered, recovering
             conn.rtt_us = info.rtt_us
             # SACKs during recovery deliver segments without advancing the cumulative ack:
@@ -267,6 +274,7 @@ def kernel_line(conn: CmConn, t_s: float) -> dict[str, Any]:
         "notsent_bytes": None if i is None else i.notsent,
         "ssthresh_segs": None if i is None else i.snd_ssthresh,
         "ca_state": None if i is None else i.ca_state,
+        "srtt_us": None if i is None else i.rtt_us,
         "backlog_bytes": conn.backlog,
         "polls": iv.samples,
         "cwnd_bound": iv.cwnd_bound,
@@ -383,6 +391,7 @@ def done_record(app: TcpCm, secs: float) -> dict[str, Any]:
                 "written_bytes": c.written,
                 "goodput_kbps": round(c.acked * 8 / secs / 1000, 2),
                 "retrans": c.total_retrans,
+                "retrans_bytes_charged": c.bytes_retrans,
                 "losses_reported": c.losses_reported,
                 "timeouts_reported": c.timeouts_reported,
                 "binding": c.trace.as_json(),

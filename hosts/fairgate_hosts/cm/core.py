@@ -173,6 +173,18 @@ class CongestionManager:
                 mf.last_sent_us = now_us
         return self.tick(now_us)
 
+    def charge(self, fid: int, nsent: int, now_us: int) -> list[Event]:
+        """Bytes ``fid`` sent without a grant (TCP/CM: the kernel's own retransmissions,
+        which the paper's TCP/CM sends on grants too): counted as sent (``notify``) and
+        paid from the macroflow's credit, which may go negative, so the next grants wait
+        until the rate has covered them and the macroflow's sending stays at its rate."""
+        if nsent < 0:
+            raise ValueError("nsent must be >= 0")
+        mf = self.macroflows[self._flow(fid).dst]
+        self._grants(mf, now_us)  # the credit up to now, before the debt
+        mf.credit -= nsent
+        return self.notify(fid, nsent, now_us)
+
     def update(
         self,
         fid: int,

@@ -44,7 +44,8 @@ def test_cm_facts_and_kernel_trace_from_the_apps_done_lines(tmp_path: Path) -> N
             {"type": "done", "t_s": 10.0, "kernel_cc": "fg_cm", "polls": 900,
              "cwnd_bound_polls": 0, "cwnd_bound_open_polls": 0,
              "cm": {"losses": 4, "timeouts": 0, "agings": 1},
-             "flows": [{"flow": 0, "retrans": 5, "timeouts_reported": 1, "binding": binding}]},
+             "flows": [{"flow": 0, "retrans": 5, "retrans_bytes_charged": 7240,
+                        "timeouts_reported": 1, "binding": binding}]},
         ],
     )  # fmt: skip
     facts = eng.cm_facts()
@@ -54,6 +55,7 @@ def test_cm_facts_and_kernel_trace_from_the_apps_done_lines(tmp_path: Path) -> N
         "timeouts": 0,
         "agings": 1,
         "retransmits": 5,
+        "retrans_bytes_charged": 7240,
         "rto_timeouts": 1,
         "kernel_cwnd_bound_polls": 0,
     }

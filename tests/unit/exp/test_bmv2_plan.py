@@ -195,3 +195,43 @@ def test_audio_runs_its_tcpcm_neighbour_on_one_cm() -> None:
     assert cmd[cmd.index("--tcp-flows") + 1] == "1"
     assert cmd[cmd.index("--tcp-log") + 1] == "/tmp/t.jsonl"
     assert cmd[cmd.index("--kernel-cc") + 1] == "fg_cm"
+
+
+def test_kernel_tcp_holds_become_sender_delay_lines(tmp_path: Path) -> None:
+    """Kernel TCP cannot hold its acks: a file's ``hold`` (and TCP/CM's receiver
+    ``ack_delay``) is a delay line of half the RTT on the sender's access link, only when
+    every kernel TCP sender can have one (so compared flows share one emulation)."""
+    from fairgate_exp.engines.bmv2 import held_access_delays, tcp_hold_note
+
+    plan = load(EXPERIMENTS_DIR / "cm-aging.toml")
+    assert held_access_delays(plan) == {"t1": pytest.approx(0.06), "t2": pytest.approx(0.06)}
+    topo = lab_topology(plan)
+    assert topo.hosts["t1"].delay_ms == pytest.approx(60.0)
+    assert topo.hosts["r1"].delay_ms is None and topo.hosts["h1"].delay_ms is None
+    assert "t1 60 ms" in (tcp_hold_note(plan) or "")
+    # TCP/CM's RTT is its receiver's ack_delay (the simulator's TCP/CM sink holds it)
+    friendly = held_access_delays(load(EXPERIMENTS_DIR / "cm-tcp-friendly.toml"))
+    assert friendly == {"h1": pytest.approx(0.06), "h2": pytest.approx(0.06)}
+    # a sender that also sends UDP (its receiver agent holds those acks already): none at all
+    web = load(EXPERIMENTS_DIR / "cm-web.toml")
+    assert held_access_delays(web) == {}
+    assert "not emulated" in (tcp_hold_note(web) or "")
+    base = """switches = ["s1"]
+hosts = [{ name = "h1", switch = "s1" }, { name = "h2", switch = "s1" },
+  { name = "r1", switch = "s1", capacity = "1Mbit/s" }]
+[experiment]
+algorithms = ["none"]
+"""
+    tcp = '{{ name = "{n}", src = "{s}", dst = "r1", kind = "bulk", size = "1000MB", '
+    tcp += 'hold = "{h}" }}'
+    path = tmp_path / "h.toml"
+    two = ", ".join(tcp.format(n=f"t{i}", s=f"h{i}", h=h) for i, h in ((1, "40ms"), (2, "40ms")))
+    path.write_text(f"tcp = [{two}]\n" + base)
+    assert held_access_delays(load(path)) == {"h1": pytest.approx(0.02), "h2": pytest.approx(0.02)}
+    # one host, two holds: one line cannot give both
+    mixed = ", ".join(tcp.format(n=f"t{h}", s="h1", h=h) for h in ("40ms", "80ms"))
+    path.write_text(f"tcp = [{mixed}]\n" + base)
+    assert held_access_delays(load(path)) == {}
+    # no hold: no line, no note
+    path.write_text(f"tcp = [{tcp.format(n='t', s='h1', h='0ms')}]\n" + base)
+    assert held_access_delays(load(path)) == {} and tcp_hold_note(load(path)) is None

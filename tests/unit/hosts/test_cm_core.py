@@ -177,6 +177,35 @@ def test_cm_grants_pace_at_rate_and_share() -> None:
     assert q["rate_Bps"] == pytest.approx(75_000) and q["macroflow_rate_Bps"] == 100_000
 
 
+def test_charged_bytes_are_paid_from_the_rate() -> None:
+    """TCP/CM's kernel retransmissions leave without a grant; charged to the CM they count
+    as sent and the grants that follow wait until the rate has paid for them."""
+
+    def granted(charge_at_1s: int) -> tuple[int, int]:
+        # no feedback in this test: aging off, or the sent bytes would age the rate
+        cfg = CMConfig(mss=MSS, initial_rate_Bps=100_000, probing=False, aging="off")
+        cm = CongestionManager(cfg)
+        f = cm.open("h1", "h2")
+        cm.request(f, 10_000_000, 0)
+        total, now, charged = 0, 0, False
+        while now < 2_000_000:
+            now = cm.next_deadline(now) or now + 1000
+            events = cm.tick(now)
+            if now >= 1_000_000 and not charged:
+                events += cm.charge(f, charge_at_1s, now)
+                charged = True
+            total += sum(e.nbytes for e in events if isinstance(e, AppNotify) and e.flow == f)
+        return total, cm.flows[f].sent
+
+    plain, _ = granted(0)
+    assert plain == pytest.approx(200_000, rel=0.03)
+    after, sent = granted(50_000)
+    assert after == pytest.approx(plain - 50_000, abs=2 * MSS)
+    assert sent == 50_000
+    with pytest.raises(ValueError):
+        CongestionManager(CMConfig()).charge(0, -1, 0)
+
+
 def test_cm_change_rate_and_update_with_explicit_rate() -> None:
     cm = CongestionManager(CMConfig(initial_rate_Bps=50_000, probing=False))
     seen: list[float] = []

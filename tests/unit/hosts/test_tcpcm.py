@@ -115,3 +115,41 @@ def test_a_shared_cm_hands_tcp_grants_over_and_carries_out_their_events() -> Non
     # 100 kB/s split evenly: ~50 grants of 1000 B each
     assert sum(tcp_bytes) == pytest.approx(50_000, rel=0.1)
     assert host.sent * 1000 == pytest.approx(50_000, rel=0.1)
+
+
+def test_kernel_retransmissions_are_charged_to_the_cm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel resends lost segments without a grant: the poll that sees
+    ``tcpi_bytes_retrans`` grow charges those bytes to the CM (counted as sent, paid from
+    the macroflow's credit), once each."""
+    from fairgate_hosts.apps import tcpcm
+    from fairgate_hosts.apps.tcpcm import CmConn
+    from fairgate_hosts.kernel_tcp import KernelInfo
+
+    def info(bytes_retrans: int, total_retrans: int) -> KernelInfo:
+        return KernelInfo(
+            ca_state=0, snd_mss=1448, unacked=0, sacked=0, lost=0, retrans=0, rtt_us=150_000,
+            snd_ssthresh=1 << 30, snd_cwnd=1 << 30, total_retrans=total_retrans,
+            bytes_acked=0, notsent=0, busy_us=0, rwnd_limited_us=0, sndbuf_limited_us=0,
+            bytes_sent=0, bytes_retrans=bytes_retrans, snd_wnd=1 << 20,
+        )  # fmt: skip
+
+    polls = iter([info(0, 0), info(2 * 1448, 2), info(2 * 1448, 2), info(3 * 1448, 3)])
+    monkeypatch.setattr(tcpcm, "kernel_info", lambda sock: next(polls))
+    cm = CongestionManager(CMConfig(mss=1448, initial_rate_Bps=100_000, aging="off"))
+    app = TcpCm("10.0.0.2", 5001, cm)
+    fid = cm.open("", "10.0.0.2", now_us=0, probed=False)
+    sock = socket.socket()
+    try:
+        app.conns.append(CmConn(0, sock, fid))
+        credit = []
+        for t in range(4):
+            app.feedback(t * 1000)
+            credit.append(cm.macroflows["10.0.0.2"].credit)
+    finally:
+        sock.close()
+    assert cm.flows[fid].sent == 3 * 1448 and app.conns[0].bytes_retrans == 3 * 1448
+    # the credit (no data requested: nothing granted; 100 B accrue per 1 ms poll) fell by
+    # what was charged
+    assert credit[1] == pytest.approx(credit[0] + 100 - 2 * 1448, abs=1)
+    assert credit[2] == pytest.approx(credit[1] + 100, abs=1)
+    assert credit[3] == pytest.approx(credit[2] + 100 - 1448, abs=1)
