@@ -8,6 +8,7 @@ summary. Serialise with other BMv2 users: ``flock /tmp/fairgate-lab.lock .venv/b
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,33 @@ def test_delay_lines_carry_each_source_without_loss(
             assert line["lost"] == 0 and line["oversize"] == 0, (algo, host, line)
             assert line["frames_ab"] > 50 and line["frames_ba"] > 30, (algo, host, line)
     assert not list(run_dir.rglob("*.pid"))  # every delay line and switch cleaned up
+
+
+def test_flows_have_fixed_ports_and_a_ficcrd_slot_each(
+    smoke: tuple[Any, Path, dict[str, Any]],
+) -> None:
+    """The engine's fixed source ports (``TCP_SPORT_BASE``) put the flows of each source
+    edge in distinct FICCRD slots (crc32 & 1023): two flows in one slot evict each other on
+    every packet, both go unlimited and squeeze the other eight (docs/ficcrd.md, "Flows";
+    with the kernel's random ports about one run in 30, Jain 0.25). From the receivers'
+    records of the peers they accepted."""
+    from fairgate_exp.engines.bmv2 import TCP_SPORT_BASE
+    from fairgate_p4 import generated as g
+    from fairgate_sim.ficcrd import flow_key
+
+    plan, run_dir, _ = smoke
+    for algo in ("none", "ficcrd"):
+        slots: dict[tuple[str, int], str] = {}
+        for gen in plan.tcp:
+            path = run_dir / algo / "hosts" / f"server-{gen.dst}.jsonl"
+            conns = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+            src, dst = plan.hosts[gen.src].ip, plan.hosts[gen.dst].ip
+            assert [c["peer"] for c in conns] == [f"{src}:{TCP_SPORT_BASE}"], (algo, conns)
+            key = flow_key(src, dst, TCP_SPORT_BASE, 5001)  # 5001: the server's port
+            slot = key & g.FG_FICCRD_FLOW_MASK
+            edge = plan.hosts[gen.src].switch
+            assert (edge, slot) not in slots, (algo, gen.name, slots[(edge, slot)], slot)
+            slots[(edge, slot)] = gen.name
 
 
 def test_every_flow_moves_and_droptail_fills_the_link(

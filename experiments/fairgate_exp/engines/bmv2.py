@@ -32,6 +32,12 @@ from fairgate_topo.procs import ProcessGroup
 from fairgate_topo.switch_cli import set_queue
 
 SPORT_BASE = 41000
+# Bulk TCP uploads leave each host from source ports 40000, 40001, ... in start order (the
+# simulator's hosts number their ports so): fixed 5-tuples, the same flows in every run.
+# With the kernel's random ephemeral ports the flows' FICCRD slots (crc32 & 1023) were
+# random too, and about one smoke run in 30 put two of its ten flows in one slot
+# (docs/ficcrd.md, "Flows").
+TCP_SPORT_BASE = 40000
 UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain kernel TCP
 # Next to CM apps the competitor is the paper's TCP NewReno: no SO_MAX_PACING_RATE at all
 # (setting it, even far above the link, turns on the kernel's internal pacing)
@@ -485,12 +491,18 @@ class Bmv2Engine:
         assert plan is not None
         for name in gen.flow_names():
             cmd = [PY, "-m", "fairgate_hosts.apps.tcp_cm", "--dst", plan.hosts[gen.dst].ip]
+            cmd += ["--sport", str(self.bulk_sport(gen))]
             rate = NO_PACING_KBPS if plan.cm else UNPACED_KBPS
             cmd += ["--rate", str(rate), "--duration", f"{gen.stop_s - self.now():.3f}"]
             cmd += ["--skip", "0", "--interval", f"{plan.sample_s:g}", "--feedback-ms", "50"]
             cmd += ["--log", str(self.ctx.log_path(f"tcp-{name}"))]
             self.procs.start(f"tcp-{name}", cmd, self.net.host(gen.src))
             self.bulk[name] = gen
+
+    def bulk_sport(self, gen: TcpPlan) -> int:
+        """The source port of ``gen``'s next bulk flow: its host's ``TCP_SPORT_BASE + k``
+        for the k-th bulk flow started there."""
+        return TCP_SPORT_BASE + sum(g.src == gen.src for g in self.bulk.values())
 
     def _bulk_series(self, name: str) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
         """(t, acknowledged segments) and (t, retransmissions) from a flow's tcp_cm log."""

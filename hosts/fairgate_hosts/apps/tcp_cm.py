@@ -78,6 +78,7 @@ class TcpOverCM:
     cm: CongestionManager | None = None  # CM mode
     feedback_us: int = 10_000
     min_rate_Bps: float = 12_500.0
+    sport: int | None = None  # flow i's source port is sport + i (None: the kernel's)
     flows: list[PacedFlow] = field(default_factory=list)
     sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
     _payload: memoryview = field(default_factory=lambda: memoryview(bytes(CHUNK)))
@@ -85,7 +86,7 @@ class TcpOverCM:
     def connect(self, timeout_s: float = 5.0) -> None:
         now = monotonic_us()
         for i in range(self.flows_n):
-            sock = socket.create_connection((self.dst, self.port), timeout=timeout_s)
+            sock = self._open(i, timeout_s)
             flow = PacedFlow(i, sock)
             if self.cm is not None:
                 flow.fid = self.cm.open("", self.dst, now_us=now)
@@ -96,6 +97,23 @@ class TcpOverCM:
         if self.cm is not None:  # shares changed as flows joined
             for flow in self.flows:
                 self._set(flow, self._share(flow))
+
+    def _open(self, i: int, timeout_s: float) -> socket.socket:
+        """Flow ``i``'s connection, from source port ``sport + i`` when given (a fixed
+        5-tuple: the same flows in every run; SO_REUSEADDR lets it reuse a port whose
+        previous connection is in TIME_WAIT)."""
+        if self.sport is None:
+            return socket.create_connection((self.dst, self.port), timeout=timeout_s)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0", self.sport + i))
+            sock.settimeout(timeout_s)
+            sock.connect((self.dst, self.port))
+        except OSError:
+            sock.close()
+            raise
+        return sock
 
     def _share(self, flow: PacedFlow) -> float:
         assert self.cm is not None and flow.fid is not None
@@ -166,6 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dst", required=True, help="server IPv4 address")
     p.add_argument("--port", type=int, default=5001, help="server TCP port")
     p.add_argument("--flows", type=int, default=1, help="parallel connections (one macroflow)")
+    p.add_argument(
+        "--sport",
+        type=int,
+        default=None,
+        help="source port of the first connection (the i-th: sport + i; default: the kernel's)",
+    )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument(
         "--rate",
@@ -203,6 +227,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
         cm=cm,
         feedback_us=int(args.feedback_ms * 1000),
         min_rate_Bps=args.min_rate * 125.0,
+        sport=args.sport,
     )
     app.connect()
     start = monotonic_us()

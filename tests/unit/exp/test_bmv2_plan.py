@@ -235,3 +235,28 @@ algorithms = ["none"]
     # no hold: no line, no note
     path.write_text(f"tcp = [{tcp.format(n='t', s='h1', h='0ms')}]\n" + base)
     assert held_access_delays(load(path)) == {} and tcp_hold_note(load(path)) is None
+
+
+def test_bulk_flows_leave_from_fixed_ports_in_distinct_ficcrd_slots() -> None:
+    """Each host's k-th bulk flow leaves from TCP_SPORT_BASE + k, so the FICCRD lab's flows
+    are the same 5-tuples in every run, and they hold distinct slots at their source edge
+    (two flows in one slot evict each other on every packet: docs/ficcrd.md, "Flows")."""
+    from fairgate_exp.engines.bmv2 import TCP_SPORT_BASE, Bmv2Engine
+    from fairgate_p4 import generated as g
+    from fairgate_sim.ficcrd import flow_key
+
+    plan = load(EXPERIMENTS_DIR / "ficcrd.toml", "smoke")
+    eng = Bmv2Engine()
+    h1, h2 = plan.tcp[0], plan.tcp[1]
+    assert eng.bulk_sport(h1) == eng.bulk_sport(h2) == TCP_SPORT_BASE
+    eng.bulk["h1"] = h1
+    assert (eng.bulk_sport(h1), eng.bulk_sport(h2)) == (TCP_SPORT_BASE + 1, TCP_SPORT_BASE)
+    slots = {
+        (
+            plan.hosts[f.src].switch,
+            g.FG_FICCRD_FLOW_MASK
+            & flow_key(plan.hosts[f.src].ip, plan.hosts[f.dst].ip, TCP_SPORT_BASE, 5001),
+        )
+        for f in plan.tcp
+    }
+    assert len(slots) == len(plan.tcp) == 10

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from fairgate_hosts.apps.audio import LayeredAudio, choose_layer
-from fairgate_hosts.apps.tcp_cm import get_pacing_rate, set_pacing_rate
+from fairgate_hosts.apps.tcp_cm import TcpOverCM, get_pacing_rate, set_pacing_rate
 from fairgate_hosts.cm.core import CMConfig, CongestionManager
 from fairgate_hosts.traffic.workload import Workload
 
@@ -37,6 +37,39 @@ def test_tcp_pacing_option() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         assert set_pacing_rate(s, 125_000.7) == 125_000
         assert get_pacing_rate(s) == 125_000
+
+
+def _free_port_pair() -> int:
+    """A port p such that p and p + 1 are both free on loopback right now."""
+    while True:
+        with socket.socket() as a, socket.socket() as b:
+            a.bind(("127.0.0.1", 0))
+            try:
+                b.bind(("127.0.0.1", a.getsockname()[1] + 1))
+            except OSError:
+                continue
+            return int(a.getsockname()[1])
+
+
+def test_tcp_cm_connects_from_the_given_source_ports() -> None:
+    """--sport fixes the 5-tuples (flow i from sport + i), also right after a run that
+    used them (its connections still closing); without it the kernel picks."""
+    sport = _free_port_pair()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        for _ in range(2):
+            app = TcpOverCM("127.0.0.1", srv.getsockname()[1], 2, rate_Bps=0, sport=sport)
+            app.connect()
+            accepted = [srv.accept()[0] for _ in range(2)]
+            assert sorted(c.getpeername()[1] for c in accepted) == [sport, sport + 1]
+            for sock in [f.sock for f in app.flows] + accepted:
+                sock.close()
+        app = TcpOverCM("127.0.0.1", srv.getsockname()[1], 1, rate_Bps=0)
+        app.connect()
+        srv.accept()[0].close()
+        assert app.flows[0].sock.getsockname()[1] not in (sport, sport + 1)
+        app.flows[0].sock.close()
 
 
 def test_workload_is_seeded_and_pareto() -> None:
