@@ -188,6 +188,26 @@ def test_strategy2_balance_step_follows_the_measured_excess():
     assert centre_after(55.0, gain=1.0) == pytest.approx(-0.1, abs=1e-9)
 
 
+@pytest.mark.parametrize("check", [True, False])
+def test_strategy2_distrusts_connections_once_completions_exceed_them(check):
+    # a completion counter that over-counts (BMv2: retransmitted server FINs) makes the
+    # completions counted since the start exceed the connections; every flow connects
+    # before it completes, so the connections are then not comparable with it
+    c = SessionController(SessionParams(strategy=2, check_connections=check))
+    for _ in range(20):  # 60 connect, 50 complete per window: consistent
+        c.update(100.0, 50.0, 1.0, 500.0, 60.0)
+    assert c.connections_trusted
+    assert all(r.connected_fps is not None for r in c.evaluations)
+    for _ in range(20):  # now 90 FINs per 60 SYN-ACKs: the totals cross after 7 windows
+        c.update(100.0, 90.0, 1.0, 500.0, 60.0)
+    assert c.connections_trusted is not check
+    latest = c.evaluations[-1]
+    assert (latest.connected_fps is None) is check
+    for _ in range(10):  # consistent again: the distrust stays (the counter's flaw does)
+        c.update(100.0, 10.0, 1.0, 500.0, 60.0)
+    assert c.connections_trusted is not check
+
+
 def test_pooled_pair_sums_counts_and_averages_rates():
     a = ProbeResult(40.0, 38.0, 40.0, 800.0, 1.0, completions=228.0)
     b = ProbeResult(42.0, 40.0, 42.0, None, 2.0, completions=240.0)
