@@ -42,6 +42,12 @@ class RunError(RuntimeError):
         self.run_dir = run_dir
 
 
+def _connected_at(r: dict[str, Any]) -> float | None:
+    """Seconds since the run began at which a TCP flow record's handshake completed."""
+    start, connect = r.get("start_s"), r.get("connect_s")
+    return None if start is None or connect is None else round(start + connect, 6)
+
+
 def run_algo(
     plan: Plan, engine: Engine, algo: str, out: Path, say: Say, progress: Progress | None = None
 ) -> dict[str, Any]:
@@ -237,6 +243,9 @@ def run(
                 "size": r["size"],
                 "outcome": r["outcome"],
                 "fct_s": None if r["fct_s"] is None else round(r["fct_s"], 6),
+                # when the handshake completed (start + connect time): flows connected
+                # per window, the admissions strategy 2 compares with completions
+                "connected_s": _connected_at(r),
             }
             for r in res["tcp"]
         ]

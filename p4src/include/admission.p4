@@ -2,7 +2,7 @@
  * that has an admission_ports entry pass a packets-per-second meter whose
  * rate the controller writes as a P4Runtime MeterEntry (the admit rate is its
  * PIR). Red SYNs are dropped. Per port the session_events counter records
- * SYNs admitted, dropped and ungated, FINs and RSTs (index = port << 3 | event;
+ * SYNs admitted, dropped and ungated, SYN-ACKs, FINs and RSTs (index = port << 3 | event;
  * SYNs seen = admitted + dropped + ungated). SYN-ACKs are never gated. */
 #ifndef FG_ADMISSION_P4
 #define FG_ADMISSION_P4
@@ -60,6 +60,9 @@ control SynAdmission(inout headers_t hdr,
             } else {
                 event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_UNGATED;
             }
+        } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN))
+                   == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
+            event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYNACK;
         } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
             event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_RST;
         } else if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {

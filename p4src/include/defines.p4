@@ -61,6 +61,9 @@
 #define FG_EVENT_SYN_UNGATED 2
 #define FG_EVENT_FIN 3
 #define FG_EVENT_RST 4
+/* A SYN-ACK (a server accepted a handshake): counted on the reverse path of a gated port,
+ * the flows actually admitted into the network (session control strategy 2). */
+#define FG_EVENT_SYNACK 5
 
 /* ---- FICCRD (see ficcrd.p4 and docs/ficcrd.md) ---- */
 /* Size of fg_rd_t, the RD extension that follows fg_rate_t on RD kinds. */

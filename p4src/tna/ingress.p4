@@ -361,6 +361,8 @@ control SynAdmission(inout tna_headers_t hdr,
                     event = FG_EVENT_SYN_ADMITTED;
                 }
             }
+        } else if (control_flags == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
+            event = FG_EVENT_SYNACK;
         } else if ((control_flags & TCP_FLAG_RST) != 0) {
             event = FG_EVENT_RST;
         } else if ((control_flags & TCP_FLAG_FIN) != 0) {

@@ -87,15 +87,21 @@ class SynMeterBurstThenRate(AdmissionTest):
 
 class SynAckNeverGated(AdmissionTest):
     """SYN-ACKs and plain ACKs pass a gated port whose meter admits almost
-    nothing; SYNs through it are dropped."""
+    nothing; SYNs through it are dropped. Each SYN-ACK counts once as
+    FG_EVENT_SYNACK (a handshake accepted: session control strategy 2's
+    admissions), plain ACKs not at all."""
 
     def runTest(self) -> None:
         self.gate(PORT)
         self.set_meter("syn_meter", PORT, 1, 1)
+        before = self.events()
         for i in range(20):
             self.send(1, tcp("SA", sport=20000 + i))
             self.send(1, tcp("A", sport=20000 + i))
         self.assertEqual(len(self.collect(PORT)), 40)
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_SYNACK), 20)
+        for event in (g.FG_EVENT_SYN_ADMITTED, g.FG_EVENT_SYN_DROPPED, g.FG_EVENT_FIN):
+            self.assertEqual(self.event_delta(before, PORT, event), 0)
         self.syns(20)
         self.assertLessEqual(len(self.collect(PORT)), 2)
 

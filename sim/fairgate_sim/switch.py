@@ -286,6 +286,9 @@ class SimSwitch:
                 if event == g.FG_EVENT_SYN_DROPPED:
                     self.stats.syn_red += 1
                     return
+            elif ctrl == _SYN | _ACK:
+                if counted:
+                    self.events[base | g.FG_EVENT_SYNACK] += 1
             elif ctrl & _RST:
                 if counted:
                     self.events[base | g.FG_EVENT_RST] += 1

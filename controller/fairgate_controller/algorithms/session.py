@@ -1,7 +1,8 @@
 """Search-based session control (Kasera et al., paper 000; its section IV designed here).
 
 One :class:`SessionController` per gated port, fed once per measurement window with the SYNs
-admitted, the completions (FINs) and the window length, and optionally the SYNs seen. It
+admitted, the completions (FINs) and the window length, and optionally the SYNs seen and the
+connections (handshakes the servers accepted: flows admitted into the network). It
 returns the SYN admit rate to install (flows/s) or ``None`` for "no gating". See
 docs/session-control.md for the design and its reasoning.
 
@@ -18,16 +19,16 @@ Phases::
 
 Every probe holds its admit rate for ``settle_windows`` (discarded) then ``measure_windows``
 (pooled: completions / seconds). Strategy 2 maximises F - penalty * max(0, A - F (1 + tol))
-(A = admitted rate): its tracking judges each pair of probes pooled, climbs while A/F - 1
-stays within half the tolerance, holds between that and the tolerance, and projects onto
-A = F (1 + tol) when admissions outrun completions: it never admits (beyond the
-tolerance) faster than flows complete.
+(A = admission rate: connections when they are measured, else SYNs admitted): its tracking
+judges each pair of probes pooled, climbs while A/F - 1 stays within half the tolerance,
+holds between that and the tolerance, and projects onto A = F (1 + tol) when admissions
+outrun completions: it never admits (beyond the tolerance) faster than flows complete.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Literal
 
@@ -68,6 +69,9 @@ class SessionParams:
     probe_offset: float = 0.05
     infeasible_pairs: int = 2
     feasibility_tolerance: float = 0.08
+    connection_tolerance: float = 0.0
+    balance_gain: float = 0.5
+    check_connections: bool = True
     penalty: float = 10.0
     change_drift: float = 0.1
     change_threshold: float = 0.3
@@ -86,7 +90,14 @@ class SessionParams:
             check_positive(name, getattr(self, name))
         for name in ("step_min", "step_max", "hint_low", "hint_high", "penalty", "probe_offset"):
             check_positive(name, getattr(self, name))
-        for name in ("gain_margin", "feasibility_tolerance", "accept_margin", "climb_fraction"):
+        for name in (
+            "gain_margin",
+            "feasibility_tolerance",
+            "connection_tolerance",
+            "balance_gain",
+            "accept_margin",
+            "climb_fraction",
+        ):
             check_non_negative(name, getattr(self, name))
         check_positive("change_drift", self.change_drift)
         check_positive("change_threshold", self.change_threshold)
@@ -114,6 +125,13 @@ class ProbeResult:
     offered_fps: float | None
     objective: float
     completions: float = 0.0  # the count behind completion_fps (its Poisson noise)
+    connected_fps: float | None = None  # flows admitted into the network (None: unknown)
+    connections: float = 0.0  # the count behind connected_fps
+
+    @property
+    def entered_fps(self) -> float:
+        """Strategy 2's admission rate A: connections if measured, else SYNs admitted."""
+        return self.admitted_fps if self.connected_fps is None else self.connected_fps
 
 
 @dataclass(slots=True)
@@ -126,9 +144,16 @@ class _Probe:
     admitted: float = 0.0
     offered: float = 0.0
     offered_known: bool = True
+    connections: float = 0.0
+    connections_known: bool = True
 
     def add(
-        self, admitted: float, completions: float, window_s: float, offered: float | None
+        self,
+        admitted: float,
+        completions: float,
+        window_s: float,
+        offered: float | None,
+        connections: float | None = None,
     ) -> bool:
         """Account one window; return True once the probe has all its measure windows."""
         if self.settle_left > 0:
@@ -141,6 +166,10 @@ class _Probe:
             self.offered_known = False
         else:
             self.offered += offered
+        if connections is None:
+            self.connections_known = False
+        else:
+            self.connections += connections
         self.measure_left -= 1
         return self.measure_left <= 0
 
@@ -185,6 +214,9 @@ class SessionController:
         self._candidate: float | None = None
         self._candidate_result: ProbeResult | None = None
         self._last_search_fps: float | None = None
+        self._total_completions = 0.0
+        self._total_connections = 0.0
+        self._connections_trusted = True
         self._cusum_completion = RelativeCusum(self._p.change_drift, self._p.change_threshold)
         self._cusum_offered = RelativeCusum(self._p.change_drift, self._p.change_threshold)
 
@@ -233,6 +265,12 @@ class SessionController:
     def windows(self) -> int:
         return self._windows
 
+    @property
+    def connections_trusted(self) -> bool:
+        """False once the completions counted since the start exceeded the connections
+        counted (``check_connections``): then strategy 2 compares SYNs, not connections."""
+        return self._connections_trusted
+
     # ----------------------------------------------------------------- input
     def update(
         self,
@@ -240,23 +278,47 @@ class SessionController:
         completions: float,
         window_s: float,
         offered_syns: float | None = None,
+        connections: float | None = None,
     ) -> float | None:
         """Feed one measurement window; return the admit rate (flows/s) to install, or None.
 
         ``admitted_syns``: SYNs that went through the port (admitted by the gate or ungated);
         ``completions``: FINs counted in the window; ``offered_syns``: SYNs seen (admitted +
-        dropped), None if unknown. Rates returned are never below ``floor_fps``.
+        dropped), None if unknown; ``connections``: handshakes accepted (the servers' SYN-ACKs),
+        None if unknown. Strategy 2 compares connections, not SYNs, with completions when
+        they are known: a SYN the gate admitted and the queue behind it dropped admits no
+        flow (its retry comes back to the gate). Rates returned are never below ``floor_fps``.
         """
         check_positive("window_s", window_s)
         check_non_negative("admitted_syns", admitted_syns)
         check_non_negative("completions", completions)
         if offered_syns is not None:
             check_non_negative("offered_syns", offered_syns)
+        if connections is not None:
+            check_non_negative("connections", connections)
+            connections = self._check_connections(completions, connections)
         self._windows += 1
         self._since_decision += 1
-        if self._probe.add(admitted_syns, completions, window_s, offered_syns):
+        if self._probe.add(admitted_syns, completions, window_s, offered_syns, connections):
             self._on_result(self._result(self._probe))
         return self._probe.admit_fps
+
+    def _check_connections(self, completions: float, connections: float) -> float | None:
+        """The connections to use (None: not comparable with the completions).
+
+        Every flow completes after it connected, so the completions counted since the start
+        can never exceed the connections counted, unless one counter over-counts. On BMv2
+        the servers' FINs are: Linux retransmits a FIN whose last ACK the congested queue
+        dropped, and the lab counted 87 FINs/s for 43 flows/s completed while SYN-ACKs were
+        within 6 % of the flows connected (run 20261127T190312Z-bmv2-file-412bae3): the
+        balance then reads flows piling up as admitted slower than they complete and
+        climbed to 129/s. Once that happens, strategy 2 falls back to comparing the SYNs
+        admitted (sticky: the counter's flaw does not go away)."""
+        self._total_completions += completions
+        self._total_connections += connections
+        if self._p.check_connections and self._total_completions > self._total_connections:
+            self._connections_trusted = False
+        return connections if self._connections_trusted else None
 
     def update_from(self, m: PortMeasurement) -> float | None:
         """:meth:`update` from a port measurement taken over one measurement window."""
@@ -273,34 +335,47 @@ class SessionController:
         same = self._probe.admit_fps == admit
         self._probe = self._new_probe(admit, settle=settle and not same)
 
-    def _tolerance(self, completions: float) -> float:
-        """Strategy 2's feasibility tolerance on A / F - 1: the fixed one plus ``noise_z``
-        standard deviations of a Poisson count (a measured A a little above F is noise)."""
+    def _tolerance(self, r: ProbeResult) -> float:
+        """Strategy 2's feasibility tolerance on A / F - 1 of a probe: a fixed part plus
+        ``noise_z`` standard deviations of the ratio's Poisson noise (a measured A a little
+        above F is noise). Fixed part: ``feasibility_tolerance`` when A counts SYNs (some are
+        retries of admitted SYNs the queue dropped), ``connection_tolerance`` when A counts
+        connections (the rule as paper 000 states it: A <= F); noise: of F alone when A
+        is the meter's own count, of F and A (two independent counts) for connections."""
         p = self._p
-        return p.feasibility_tolerance + p.noise_z / math.sqrt(max(completions, 1.0))
+        variance = 1.0 / max(r.completions, 1.0)
+        if r.connected_fps is None:
+            return p.feasibility_tolerance + p.noise_z * math.sqrt(variance)
+        variance += 1.0 / max(r.connections, 1.0)
+        return p.connection_tolerance + p.noise_z * math.sqrt(variance)
 
-    def _objective(self, completion: float, admitted: float, completions: float = 0.0) -> float:
+    def _objective(self, r: ProbeResult) -> float:
         # completions above admissions drain flows admitted before this probe: the probe
         # itself sustains at most what it admits (both strategies: strategy 2's search on
         # BMv2 took a probe's 69 flows/s, the backlog of a 103/s probe draining while it
         # admitted 33/s, for the best and settled at a third below the knee)
-        sustained = min(completion, admitted) if self._p.drain_correction else completion
+        sustained = self._sustained(r)
         if self._p.strategy == 1:
             return sustained
-        excess = admitted - completion * (1.0 + self._tolerance(completions))
+        excess = r.entered_fps - r.completion_fps * (1.0 + self._tolerance(r))
         return sustained - self._p.penalty * max(0.0, excess)
 
     def _result(self, probe: _Probe) -> ProbeResult:
         f = probe.completions / probe.seconds
         a = probe.admitted / probe.seconds
         offered = probe.offered / probe.seconds if probe.offered_known else None
-        n = probe.completions
-        return ProbeResult(probe.admit_fps, f, a, offered, self._objective(f, a, n), n)
+        conn = probe.connections / probe.seconds if probe.connections_known else None
+        r = ProbeResult(
+            probe.admit_fps, f, a, offered, 0.0, probe.completions, conn, probe.connections
+        )
+        return replace(r, objective=self._objective(r))
 
     def _sustained(self, r: ProbeResult) -> float:
-        """The completion rate the probe itself sustains (drain-corrected, see params)."""
+        """The completion rate the probe itself sustains (drain-corrected, see params):
+        at most what it admitted (strategy 2: at most the flows it let into the network)."""
         if self._p.drain_correction:
-            return min(r.completion_fps, r.admitted_fps)
+            admitted = r.entered_fps if self._p.strategy == 2 else r.admitted_fps
+            return min(r.completion_fps, admitted)
         return r.completion_fps
 
     def _restart(self) -> None:
@@ -411,8 +486,8 @@ class SessionController:
             self._go_ungated()
             return
         center = self._candidate
-        if self._p.strategy == 2 and self._infeasibility(cand) > self._tolerance(cand.completions):
-            center = min(center, self._projection(cand))
+        if self._p.strategy == 2 and self._infeasibility(cand) > self._tolerance(cand):
+            center = min(center, self._projection(cand, center))
         center = max(center, self._p.floor_fps)
         self._phase = Phase.TRACK
         self._since_decision = 0
@@ -476,12 +551,16 @@ class SessionController:
         # centre down (a projection fires when F is low by chance, and it moved to that F).
         both = pooled(lower, upper)
         excess = self._infeasibility(both)
-        tol = self._tolerance(both.completions)
+        if p.strategy == 2 and both.connected_fps is not None and p.balance_gain > 0:
+            self._balance(excess)
+            self._track_probe(0)
+            return
+        tol = self._tolerance(both)
         t.infeasible = t.infeasible + 1 if excess > tol else 0
         if p.strategy == 2 and (t.infeasible >= p.infeasible_pairs or excess > 3.0 * tol):
             # admissions persistently outrun completions: project onto A = F (1 + tol)
             t.infeasible = 0
-            self._move(max(p.floor_fps, self._projection(both)))
+            self._move(max(p.floor_fps, self._projection(both, t.center)))
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = -1.0
             self._track_probe(0)
@@ -518,17 +597,49 @@ class SessionController:
             self._move(t.center * math.exp(sign * t.step))
         self._track_probe(0)
 
+    def _balance(self, excess: float) -> None:
+        """Strategy 2 with connections measured: move the centre by the log-step
+        ``-balance_gain * (A/F - 1 - connection_tolerance)`` of the pooled pair, at most
+        2 ``probe_offset`` either way (a stochastic-approximation step: its mean is zero only
+        where flows are admitted as fast as they complete, A = F (1 + tol)).
+
+        Below that point the network is stable and every admitted flow completes, F = A,
+        so F rises with the admit rate: the largest F that keeps A <= F is the largest admit
+        rate with A = F, the balance point. A/F of one pair carries Poisson noise of about
+        sqrt(2 / n) (6 % with the lab's 600 completions per pair), larger than the excess to
+        detect (a few percent past the knee): the climb / hold / project rules, each decided
+        on one noisy pair, climbed more often than they projected and settled where flows
+        piled up (A/F = 1.05 in the lab-scale simulator); a step proportional to the
+        measured excess averages the noise out and settles where A = F on average."""
+        t = self._track
+        assert t is not None
+        p = self._p
+        cap = 2.0 * p.probe_offset
+        step = -p.balance_gain * (excess - p.connection_tolerance)
+        step = min(max(step, -cap), cap)
+        t.step = abs(step)
+        t.last_sign = math.copysign(1.0, step) if step else 0.0
+        self._move(t.center * math.exp(step))
+
     @staticmethod
     def _infeasibility(r: ProbeResult) -> float:
         """A / F - 1 of a probe: how much faster it admitted than flows completed."""
-        return r.admitted_fps / max(r.completion_fps, 1e-9) - 1.0
+        return r.entered_fps / max(r.completion_fps, 1e-9) - 1.0
 
-    def _projection(self, r: ProbeResult) -> float:
+    def _projection(self, r: ProbeResult, center: float) -> float:
         """Strategy 2's projection of an infeasible probe: the largest admit rate its
-        completions allow, F (1 + tol) (the boundary of A <= F (1 + tol)), or F itself."""
+        completions allow, F (1 + tol) (the boundary of A <= F (1 + tol)), or F itself.
+
+        With A counted in SYNs the meter's rate is A, so the target is that rate. With A
+        counted in connections the meter rate is not A (a meter at 60 SYNs/s let 46 flows/s
+        into the lab-scale simulator's network: the queue behind it drops the rest), so
+        ``center`` is scaled by target / A, the local proportion of the two."""
+        target = r.completion_fps
         if self._p.project_to_boundary:
-            return r.completion_fps * (1.0 + self._tolerance(r.completions))
-        return r.completion_fps
+            target *= 1.0 + self._tolerance(r)
+        if r.connected_fps is None:
+            return target
+        return center * target / max(r.connected_fps, 1e-9)
 
     def _move(self, center: float) -> None:
         t = self._track
@@ -541,11 +652,14 @@ class SessionController:
 
 
 def pooled(a: ProbeResult, b: ProbeResult) -> ProbeResult:
-    """Two probes of equal length as one: mean rates, summed completion counts (the
-    admit rate and objective are those of ``b``)."""
+    """Two probes of equal length as one: mean rates, summed completion and connection
+    counts (the admit rate and objective are those of ``b``)."""
     offered = None
     if a.offered_fps is not None and b.offered_fps is not None:
         offered = (a.offered_fps + b.offered_fps) / 2.0
+    connected = None
+    if a.connected_fps is not None and b.connected_fps is not None:
+        connected = (a.connected_fps + b.connected_fps) / 2.0
     return ProbeResult(
         b.admit_fps,
         (a.completion_fps + b.completion_fps) / 2.0,
@@ -553,4 +667,6 @@ def pooled(a: ProbeResult, b: ProbeResult) -> ProbeResult:
         offered,
         b.objective,
         a.completions + b.completions,
+        connected,
+        a.connections + b.connections,
     )

@@ -59,6 +59,44 @@ def lab() -> Curve:
     return f
 
 
+def _piecewise(pts: list[tuple[float, float]]) -> Curve:
+    def f(a: float) -> float:
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+            if a <= x1:
+                return y0 + (y1 - y0) * (a - x0) / (x1 - x0)
+        return pts[-1][1]
+
+    return f
+
+
+#: The lab-scale simulator's static gates over [90, 150) s (session-control.toml, runs
+#: 20261127T183924Z-sim-file-62e59ff-dirty and a 55-70/s sweep of the same file): meter rate
+#: (SYNs/s) -> (completed flows/s, connected flows/s); 655: no gating.
+LAB_FLOWS = [
+    (0.0, 0.0, 0.0),
+    (25.0, 24.9, 24.9),
+    (50.0, 44.2, 44.1),
+    (55.0, 44.8, 44.6),
+    (60.0, 46.4, 46.4),
+    (65.0, 46.5, 47.7),
+    (70.0, 46.6, 48.6),
+    (75.0, 47.7, 52.1),
+    (100.0, 44.6, 61.1),
+    (150.0, 37.3, 79.8),
+    (655.0, 24.6, 112.1),
+]
+
+
+def lab_flows() -> tuple[Curve, Curve]:
+    """(completed, connected) flows/s against the meter rate on the lab-scale simulator:
+    flows connect as fast as they complete up to 60/s; past it they pile up (connected >
+    completed), while completions still rise to 75/s."""
+    return (
+        _piecewise([(a, f) for a, f, _c in LAB_FLOWS]),
+        _piecewise([(a, c) for a, _f, c in LAB_FLOWS]),
+    )
+
+
 def flat(offered: float) -> Curve:
     """No overload: every admitted flow completes, F = min(a, offered)."""
     return lambda a: min(a, offered)
@@ -79,6 +117,7 @@ class Driver:
     noise: float = 0.05
     lag: float = 0.3
     seed: int = 1
+    connected: Curve | None = None  # flows admitted into the network (Poisson), if measured
     settings: list[float | None] = field(default_factory=list)
     true_f: list[float] = field(default_factory=list)
 
@@ -96,7 +135,13 @@ class Driver:
         self._f = self.lag * self._f + (1.0 - self.lag) * target
         w = self.window_s
         completions = max(0.0, self._rng.gauss(self._f * w, self.noise * self._f * w))
-        self._setting = self.controller.update(a * w, completions, w, self.offered_fps * w)
+        connections = None
+        if self.connected is not None:
+            mean = self.connected(a) * w
+            connections = max(0.0, self._rng.gauss(mean, mean**0.5))
+        self._setting = self.controller.update(
+            a * w, completions, w, self.offered_fps * w, connections
+        )
         self.settings.append(self._setting)
         self.true_f.append(target)
         return self._setting

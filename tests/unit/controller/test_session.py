@@ -1,9 +1,11 @@
 """Session control on synthetic completion-rate curves (tests/unit/controller/synthetic.py)."""
 
+import math
 import statistics
+from dataclasses import replace
 
 import pytest
-from synthetic import Driver, collapse, flat, lab, table1
+from synthetic import Driver, collapse, flat, lab, lab_flows, table1
 
 from fairgate_controller.algorithms import (
     Phase,
@@ -129,6 +131,81 @@ def test_strategy2_reaches_the_lab_knee_without_outrunning_completions(seed):
     assert got >= 0.88, got
     assert got >= got_old + 0.1, (got, got_old)
     assert ratio <= 1.0 + p.feasibility_tolerance + p.noise_z / (45.0 * 12.0) ** 0.5
+
+
+def _strategy2_on_lab_flows(params: SessionParams, seed: int) -> tuple[float, float]:
+    """Mean completion rate (fraction of the best static gate, 75/s) and connected /
+    completed flows over 2 minutes, after 3 minutes of searching, on the lab-scale
+    simulator's curves with connections measured (2 s windows, 10 % noise on F, Poisson
+    noise on the connections)."""
+    completed, connected = lab_flows()
+    c = SessionController(params)
+    d = Driver(
+        c, completed, offered_fps=655.0, window_s=2.0, noise=0.1, seed=seed, connected=connected
+    )
+    d.run(150)
+    installed = [655.0 if s is None else min(s, 655.0) for s in d.settings[-60:]]
+    f = statistics.mean(completed(a) for a in installed)
+    return f / completed(75.0), statistics.mean(connected(a) for a in installed) / f
+
+
+def test_strategy2_balances_connections_and_completions_on_the_lab_flows():
+    # With A counted in flows admitted (connections), the lab's best static gate (75/s)
+    # lets flows in 9 % faster than they complete; the balance point is 60/s, 97 % of it.
+    # The proportional balance settles there on average; the climb / hold / project rules
+    # (balance_gain 0), each decided on one noisy pair, let flows pile up.
+    p = SessionParams(strategy=2)
+    runs = [_strategy2_on_lab_flows(p, seed) for seed in SEEDS]
+    assert statistics.median(got for got, _ in runs) >= 0.94, runs
+    assert statistics.mean(ratio for _, ratio in runs) <= 1.01, runs
+    assert max(ratio for _, ratio in runs) <= 1.03, runs
+    old = [_strategy2_on_lab_flows(replace(p, balance_gain=0.0), seed) for seed in SEEDS]
+    assert max(ratio for _, ratio in old) >= 1.03, old
+
+
+def test_strategy2_balance_step_follows_the_measured_excess():
+    # one pair admitting 10 % more flows than complete: the centre falls by gain x 10 %;
+    # one admitting 10 % fewer: it rises as much; a large excess is capped at 2 offsets
+    def centre_after(connections: float, gain: float = 0.5) -> float:
+        c = SessionController(
+            SessionParams(strategy=2, balance_gain=gain, settle_windows=0, measure_windows=1)
+        )
+        c.update(500.0, 20.0, 1.0, 500.0, 500.0)  # baseline: ungated
+        while c.phase is not Phase.TRACK:  # search and confirm on F = 50, A = F
+            c.update(c.admit_fps or 500.0, 50.0, 1.0, 500.0, 50.0)
+        before = c.best_admit_fps
+        assert before is not None
+        c.update(before, 50.0, 1.0, 500.0, connections)  # lower probe
+        c.update(before, 50.0, 1.0, 500.0, connections)  # upper probe: the pair is judged
+        after = c.best_admit_fps
+        assert after is not None
+        return math.log(after / before)
+
+    # no noise allowance: the step's mean is zero exactly where A = F (the rule)
+    assert centre_after(55.0) == pytest.approx(-0.05, abs=1e-9)
+    assert centre_after(45.0) == pytest.approx(0.05, abs=1e-9)
+    assert centre_after(100.0) == pytest.approx(-0.1, abs=1e-9)  # capped at 2 x 0.05
+    assert centre_after(55.0, gain=1.0) == pytest.approx(-0.1, abs=1e-9)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_strategy2_distrusts_connections_once_completions_exceed_them(check):
+    # a completion counter that over-counts (BMv2: retransmitted server FINs) makes the
+    # completions counted since the start exceed the connections; every flow connects
+    # before it completes, so the connections are then not comparable with it
+    c = SessionController(SessionParams(strategy=2, check_connections=check))
+    for _ in range(20):  # 60 connect, 50 complete per window: consistent
+        c.update(100.0, 50.0, 1.0, 500.0, 60.0)
+    assert c.connections_trusted
+    assert all(r.connected_fps is not None for r in c.evaluations)
+    for _ in range(20):  # now 90 FINs per 60 SYN-ACKs: the totals cross after 7 windows
+        c.update(100.0, 90.0, 1.0, 500.0, 60.0)
+    assert c.connections_trusted is not check
+    latest = c.evaluations[-1]
+    assert (latest.connected_fps is None) is check
+    for _ in range(10):  # consistent again: the distrust stays (the counter's flaw does)
+        c.update(100.0, 10.0, 1.0, 500.0, 60.0)
+    assert c.connections_trusted is not check
 
 
 def test_pooled_pair_sums_counts_and_averages_rates():

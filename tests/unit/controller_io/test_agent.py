@@ -312,6 +312,29 @@ def test_completions_count_reverse_fins_by_default(mode: str, expected: int) -> 
     assert agent.recorder.latest[("s1", BOTTLENECK)]["completions"] == expected
 
 
+def test_handshakes_count_syn_acks_of_the_other_ports() -> None:
+    """Strategy 2's admissions are the servers' SYN-ACKs on the reverse path (flows that
+    got through the gate and the queue behind it), not the SYNs the gate passed."""
+    agent = agent_for(parse(dumbbell()), Clock(), session="strategy2")
+
+    def ev(port: int, event: int) -> int:
+        return (port << g.FG_SESSION_EVENT_BITS) | event
+
+    delta = {
+        g.COUNTER_SESSION_EVENTS: {
+            ev(BOTTLENECK, g.FG_EVENT_SYN_ADMITTED): (50, 0),
+            ev(BOTTLENECK, g.FG_EVENT_SYNACK): (30, 0),  # another direction's handshakes
+            ev(1, g.FG_EVENT_SYNACK): (30, 0),
+            ev(2, g.FG_EVENT_SYNACK): (8, 0),
+            ev(1, g.FG_EVENT_FIN): (35, 0),
+        }
+    }
+    assert agent.handshakes(BOTTLENECK, delta) == 38
+    agent.ensure_controllers()
+    agent.compute(delta, 0.5)
+    assert agent.recorder.latest[("s1", BOTTLENECK)]["handshakes"] == 38
+
+
 def queue_ranges(fake: FakeP4Runtime) -> list[tuple[int, int, int]]:
     out = []
     for e in fake.table(g.TABLE_QUEUE_BUCKETS):

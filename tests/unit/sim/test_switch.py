@@ -116,6 +116,7 @@ def test_syn_gating_meter_and_session_events() -> None:
     assert 100 <= admitted <= 106  # 100/s plus the burst of 5
     assert admitted + ev[base | g.FG_EVENT_SYN_DROPPED] == 1000
     assert ev[base | g.FG_EVENT_FIN] == 1
+    assert ev[base | g.FG_EVENT_SYNACK] == 1  # counted (strategy 2's admissions), not gated
     assert len(got) == admitted + 2
 
 

@@ -318,6 +318,9 @@ def test_syns_and_fins_meet_the_gate_and_session_counters() -> None:
     assert events(gated, g.FG_EVENT_SYN_DROPPED) == 2
     assert events(gated, g.FG_EVENT_FIN) == 1  # the client's FIN
     assert events(client_port, g.FG_EVENT_FIN) == 1  # the server's, on the reverse path
+    # the one handshake the server accepted: its SYN-ACK, on the reverse path only
+    assert events(client_port, g.FG_EVENT_SYNACK) == 1
+    assert events(gated, g.FG_EVENT_SYNACK) == 0
     assert sw.stats.syn_red == 2
 
 
