@@ -91,8 +91,6 @@ def compile_variant(variant: str, target: str, out_root: Path) -> CompileResult:
         "-g",
         "--p4runtime-files",
         str(out / "fairgate_tna.p4info.txtpb"),
-        "-I",
-        str(P4SRC),
         *[f"-DFG_TNA_NO_{f}" for f in VARIANTS[variant]],
         "-o",
         str(out),

@@ -3,7 +3,7 @@
 #ifndef FG_TNA_EGRESS_P4
 #define FG_TNA_EGRESS_P4
 
-#include "tna/types.p4"
+#include "types.p4"
 
 #ifndef FG_TNA_NO_TELEMETRY
 /* The bucket lookups, at the start of egress (no side effects: every packet

@@ -27,15 +27,15 @@
  * loop (and its warning) is not needed; said here so every compile of this file,
  * not only make build-tna, is warning-free. */
 @command_line("--disable-parse-min-depth-limit")
-#include "tna/types.p4"
-#include "tna/parser.p4"
-#include "tna/ingress.p4"
-#include "tna/egress.p4"
+#include "types.p4"
+#include "parser.p4"
+#include "ingress.p4"
+#include "egress.p4"
 #ifndef FG_TNA_NO_FICCRD
-#include "tna/ficcrd.p4"
+#include "ficcrd.p4"
 #endif
 #ifndef FG_TNA_NO_XCP
-#include "tna/xcp.p4"
+#include "xcp.p4"
 #endif
 
 control FgIngress(inout tna_headers_t hdr,

@@ -20,7 +20,7 @@
 #ifndef FG_TNA_FICCRD_P4
 #define FG_TNA_FICCRD_P4
 
-#include "tna/types.p4"
+#include "types.p4"
 
 /* The edge branches (v1model: an if-else chain in FiccrdEgress). */
 #define FG_TNA_PATH_NONE 0
@@ -432,7 +432,7 @@ control FiccrdEgress(inout tna_headers_t hdr,
     action set_er(bit<32> rate) { meta.er_rate = rate; }
 #endif
 
-#include "tna/ficcrd_math_tables.p4"
+#include "ficcrd_math_tables.p4"
 
     @hidden
     action take_clock() {

@@ -6,7 +6,7 @@
 #ifndef FG_TNA_INGRESS_P4
 #define FG_TNA_INGRESS_P4
 
-#include "tna/types.p4"
+#include "types.p4"
 
 control InputSanity(inout tna_headers_t hdr,
                     inout tna_ingress_meta_t meta,

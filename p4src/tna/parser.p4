@@ -14,7 +14,7 @@
 #ifndef FG_TNA_PARSER_P4
 #define FG_TNA_PARSER_P4
 
-#include "tna/types.p4"
+#include "types.p4"
 
 parser FgTnaIngressParser(packet_in pkt,
                           out tna_headers_t hdr,

@@ -5,7 +5,7 @@
 #ifndef FG_TNA_TYPES_P4
 #define FG_TNA_TYPES_P4
 
-#include "include/headers.p4"
+#include "../include/headers.p4"
 
 /* 14 Ethernet + 20 IPv4 + 8 UDP + 28 fg_rate_t + 8 fg_rd_t */
 #define FG_RD_IP_BYTES 64

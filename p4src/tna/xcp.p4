@@ -21,7 +21,7 @@
 #ifndef FG_TNA_XCP_P4
 #define FG_TNA_XCP_P4
 
-#include "tna/types.p4"
+#include "types.p4"
 
 control XcpFeedback(inout tna_headers_t hdr,
                     inout tna_egress_meta_t meta,
@@ -91,7 +91,7 @@ control XcpFeedback(inout tna_headers_t hdr,
     @name(".set_neg_pow2")
     action set_neg_pow2(bit<32> term) { neg_term = term; }
 
-#include "tna/xcp_pow2_tables.p4"
+#include "xcp_pow2_tables.p4"
 
     /* Dependent steps, one action per MAU stage. */
     /* (one hash result of 32 bits per action: the immediate path is 32 bits) */
