@@ -9,10 +9,11 @@ search) that complete in the window.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
+
+from fairgate_exp.records import read_tcp_rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         summary = json.loads((args.run_dir / "summary.json").read_text())
-        rows = list(csv.DictReader((args.run_dir / "tcp.csv").open()))
-    except (OSError, ValueError) as exc:
+        by_algo = read_tcp_rows(args.run_dir)
+    except (OSError, ValueError, KeyError) as exc:
         print(f"session_fct_arrived: {exc}", file=sys.stderr)
         return 2
     for v in args.variants:
@@ -37,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
             hi -= args.margin
             arrived = [
                 r
-                for r in rows
-                if r["algo"] == v and r["generator"] == gen and lo <= float(r["scheduled_s"]) < hi
+                for r in by_algo.get(v, [])
+                if r["generator"] == gen and lo <= float(r["scheduled_s"]) < hi
             ]
             done = [float(r["fct_s"]) for r in arrived if r["outcome"] == "completed"]
             mean = sum(done) / len(done) if done else float("nan")

@@ -9,12 +9,12 @@ the hosts, and the flows open (connected, not yet completed) at the window's edg
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+
+from fairgate_exp.records import read_tcp_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         summary = json.loads((args.run_dir / "summary.json").read_text())
-        rows = list(csv.DictReader((args.run_dir / "tcp.csv").open()))
-    except (OSError, ValueError) as exc:
+        by_algo = read_tcp_rows(args.run_dir)
+    except (OSError, ValueError, KeyError) as exc:
         print(f"session_flow_balance: {exc}", file=sys.stderr)
         return 2
-    if rows and "connected_s" not in rows[0]:
+    if any("connected_s" not in rows[0] for rows in by_algo.values()):
         print("session_flow_balance: tcp.csv has no connected_s (an older run)", file=sys.stderr)
         return 2
-    by_algo: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for r in rows:
-        by_algo[r["algo"]].append(r)
     for v in args.variants or list(summary["results"]):
         res = summary["results"].get(v)
         if res is None:
@@ -67,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         for gen, u in res["tcp"].items():
             lo, hi = u["window_s"]
-            b = balance([r for r in by_algo[v] if r["generator"] == gen], lo, hi)
+            b = balance([r for r in by_algo.get(v, []) if r["generator"] == gen], lo, hi)
             print(
                 f"{v} {gen}: [{lo:g}, {hi:g}) s: connected {b.connected_per_s:.1f}/s,"
                 f" completed {b.completed_per_s:.1f}/s, connected/completed {b.ratio:.3f};"

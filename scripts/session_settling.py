@@ -18,7 +18,6 @@ last one given.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -26,6 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from fairgate_exp.records import read_tcp_rows
 from fairgate_exp.units import parse_time
 
 
@@ -93,10 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for run in args.runs:  # a variant in several runs: the last run given wins
             exp = json.loads((run / "experiment.json").read_text())
-            mine: dict[str, list[dict[str, str]]] = defaultdict(list)
-            for r in csv.DictReader((run / "tcp.csv").open()):
-                mine[r["algo"]].append(r)
-            for v, rs in mine.items():
+            for v, rs in read_tcp_rows(run).items():
                 rows[v], where[v] = rs, run
     except (OSError, ValueError, KeyError) as exc:
         print(f"session_settling: {exc}", file=sys.stderr)

@@ -96,3 +96,14 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+
+
+def read_tcp_rows(run_dir: Path) -> dict[str, list[dict[str, str]]]:
+    """A run folder's ``tcp.csv`` (the driver's ``write_csv``: one row per generated flow),
+    its rows by variant (the ``algo`` column), in file order. OSError, ValueError (a
+    malformed file) and KeyError (no ``algo`` column) reach the caller."""
+    by: dict[str, list[dict[str, str]]] = {}
+    with (run_dir / "tcp.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            by.setdefault(r["algo"], []).append(r)
+    return by
