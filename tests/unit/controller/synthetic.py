@@ -26,39 +26,6 @@ def collapse(optimum: float, fall_to: float = 0.2, over: float = 2.0) -> Curve:
     return f
 
 
-def table1(scale: float = 1.0) -> Curve:
-    """Piecewise-linear fit of paper 000's Table I (10 Mbit/s, 1000 flows/s offered): F = a up to
-    100 flows/s, 102.6 at 150, 107 at 250, 44 at 1000 (all times ``scale``)."""
-    pts = [(0.0, 0.0), (100.0, 99.84), (150.0, 102.6), (250.0, 107.1), (1000.0, 43.9)]
-
-    def f(a: float) -> float:
-        x = a / scale
-        if x >= pts[-1][0]:
-            return pts[-1][1] * scale
-        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-            if x <= x1:
-                return (y0 + (y1 - y0) * (x - x0) / (x1 - x0)) * scale
-        return pts[-1][1] * scale
-
-    return f
-
-
-def lab() -> Curve:
-    """The lab-scale simulator's static gates (session-control.toml, admitted SYNs/s ->
-    completed flows/s, from the controller's counters): past 25/s some admitted SYNs are
-    retries of SYNs the queue behind the gate dropped, so F < a below the peak (75/s)."""
-    pts = [(0.0, 0.0), (25.0, 24.9), (50.0, 46.8), (75.0, 48.5), (100.0, 46.3), (150.0, 36.5)]
-    pts.append((655.0, 18.3))  # no gating: 655 SYNs/s admitted
-
-    def f(a: float) -> float:
-        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-            if a <= x1:
-                return y0 + (y1 - y0) * (a - x0) / (x1 - x0)
-        return pts[-1][1]
-
-    return f
-
-
 def _piecewise(pts: list[tuple[float, float]]) -> Curve:
     def f(a: float) -> float:
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
@@ -67,6 +34,22 @@ def _piecewise(pts: list[tuple[float, float]]) -> Curve:
         return pts[-1][1]
 
     return f
+
+
+def table1(scale: float = 1.0) -> Curve:
+    """Piecewise-linear fit of paper 000's Table I (10 Mbit/s, 1000 flows/s offered): F = a up to
+    100 flows/s, 102.6 at 150, 107 at 250, 44 at 1000 (all times ``scale``)."""
+    base = _piecewise([(0.0, 0.0), (100.0, 99.84), (150.0, 102.6), (250.0, 107.1), (1000.0, 43.9)])
+    return lambda a: base(a / scale) * scale
+
+
+def lab() -> Curve:
+    """The lab-scale simulator's static gates (session-control.toml, admitted SYNs/s ->
+    completed flows/s, from the controller's counters): past 25/s some admitted SYNs are
+    retries of SYNs the queue behind the gate dropped, so F < a below the peak (75/s)."""
+    pts = [(0.0, 0.0), (25.0, 24.9), (50.0, 46.8), (75.0, 48.5), (100.0, 46.3), (150.0, 36.5)]
+    pts.append((655.0, 18.3))  # no gating: 655 SYNs/s admitted
+    return _piecewise(pts)
 
 
 #: The lab-scale simulator's static gates over [90, 150) s (session-control.toml, runs
