@@ -38,7 +38,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from fairgate_hosts.pacer import Pacer
 from fairgate_hosts.rtt import RttEstimator
@@ -53,8 +53,13 @@ from fairgate_p4.header import (
 )
 from fairgate_p4.xcp_math import LG_NONE, sender_terms
 
-FEEDBACK_MAX = g.FG_XCP_FEEDBACK_UNLIMITED
-KIND_XCP_DATA, KIND_XCP_ACK = g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK
+# Final: C statics in the simulator's compiled build (scripts/sim_ext.py), not a module-dict
+# lookup per packet
+FEEDBACK_MAX: Final = g.FG_XCP_FEEDBACK_UNLIMITED
+KIND_XCP_DATA: Final = g.FG_KIND_XCP_DATA
+KIND_XCP_ACK: Final = g.FG_KIND_XCP_ACK
+_KIND_DATA: Final = g.FG_KIND_DATA
+_KIND_ACK: Final = g.FG_KIND_ACK
 
 
 class Mode(enum.StrEnum):
@@ -145,21 +150,36 @@ class Feedback:
 RateCallback = Callable[[Feedback], float | None]
 
 
+# The actions and ``_Tx`` write their ``__init__`` out: a dataclass's generated
+# ``__init__`` is Python even in the simulator's mypyc build, and a flow builds one
+# or more of them per packet. Same parameters; ``object.__setattr__`` as the generated
+# one of a frozen dataclass does (a direct store in the compiled build).
 @dataclass(frozen=True, slots=True)
 class Transmit:
     data: bytes
     seq: int
     retransmission: bool
 
+    def __init__(self, data: bytes, seq: int, retransmission: bool) -> None:
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "retransmission", retransmission)
+
 
 @dataclass(frozen=True, slots=True)
 class Wait:
     until_us: int | None
 
+    def __init__(self, until_us: int | None) -> None:
+        object.__setattr__(self, "until_us", until_us)
+
 
 @dataclass(frozen=True, slots=True)
 class Finished:
     outcome: str
+
+    def __init__(self, outcome: str) -> None:
+        object.__setattr__(self, "outcome", outcome)
 
 
 Action = Transmit | Wait | Finished
@@ -170,6 +190,11 @@ class _Tx:
     sent_us: int
     order: int
     lost: bool = False
+
+    def __init__(self, sent_us: int, order: int, lost: bool = False) -> None:
+        self.sent_us = sent_us
+        self.order = order
+        self.lost = lost
 
 
 @dataclass(slots=True)
@@ -321,7 +346,7 @@ class SenderCore:
             self.stats.malformed_acks += 1
             return
         xcp = self.cfg.mode is Mode.XCP
-        if hdr.kind != (KIND_XCP_ACK if xcp else g.FG_KIND_ACK):
+        if hdr.kind != (KIND_XCP_ACK if xcp else _KIND_ACK):
             self.stats.ignored_packets += 1
             return
         feedback: int | None = None
@@ -392,7 +417,7 @@ class SenderCore:
         srtt = self.rtt.srtt_us
         xcp = cfg.mode is Mode.XCP
         hdr = RateHeader(
-            kind=KIND_XCP_DATA if xcp else g.FG_KIND_DATA,
+            kind=KIND_XCP_DATA if xcp else _KIND_DATA,
             seq=u32(seq),
             ack=0,
             ts_us=u32(now_us),
