@@ -314,7 +314,7 @@ class SenderCore:
             self.start_us = self._last_progress_us = self._last_log_us = now_us
             self._next_log_us = now_us + self.cfg.log_interval_us
             self._record_start()
-        self._check_timeout(now_us)
+        rto_at = self._check_timeout(now_us)
         self._maybe_log(now_us)
         end = self._duration_end()
         if self._total is not None and self._una >= self._total:
@@ -323,20 +323,26 @@ class SenderCore:
             return self._finish(now_us, "completed")
         if now_us - self._last_progress_us > self.cfg.give_up_us and self._out:
             return self._finish(now_us, "stalled")
-        wake: list[int] = [self._next_log_us, self._last_progress_us + self.cfg.give_up_us + 1]
-        if end is not None:
-            wake.append(end)
-        rto_at = self._rto_deadline()
-        if rto_at is not None:
-            wake.append(rto_at)
+        # the earliest of the wake-up times (a running minimum: no list and no min() call
+        # per poll, which the simulator's compiled build makes per packet)
+        wake = self._next_log_us
+        give_up = self._last_progress_us + self.cfg.give_up_us + 1
+        if give_up < wake:
+            wake = give_up
+        if end is not None and end < wake:
+            wake = end
+        if rto_at is not None and rto_at < wake:
+            wake = rto_at
         if self._has_data(now_us) and self.inflight < max(1.0, self.cwnd):
             deadline = self._pacer.next_deadline(now_us)
             if deadline <= now_us:
                 return self._emit(now_us)
-            wake.append(math.ceil(deadline))
+            paced = math.ceil(deadline)
+            if paced < wake:
+                wake = paced
         else:
             self._pacer.hold(now_us)
-        return Wait(min(wake))
+        return Wait(wake)
 
     def on_datagram(self, buf: bytes | bytearray | memoryview, now_us: int) -> None:
         """Process one received datagram (an ack, normally)."""
@@ -610,10 +616,12 @@ class SenderCore:
                 n += 1
         return n
 
-    def _check_timeout(self, now_us: int) -> None:
+    def _check_timeout(self, now_us: int) -> int | None:
+        """Fire the retransmission timer if it is due; returns ``_rto_deadline()`` as it
+        is after that (``poll`` needs it next: one walk of the queue, not two)."""
         rto_at = self._rto_deadline()
         if rto_at is None or now_us < rto_at:
-            return
+            return rto_at
         n = 0
         while self._order_q:
             order, seq = self._order_q.popleft()
@@ -630,6 +638,7 @@ class SenderCore:
             self._set_xcp_window(w, self.rtt.srtt_us or float(self.cfg.init_rtt_us))
         if self.cfg.mode is Mode.CM:
             self._callback(Feedback(now_us, 0, None, n, True, None, False))
+        return self._rto_deadline()
 
     def _finish(self, now_us: int, outcome: str) -> Finished:
         self.outcome = outcome
