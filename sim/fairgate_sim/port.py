@@ -111,10 +111,13 @@ class OutputPort:
             self.stats.dropped += 1
             self.stats.dropped_bytes += pkt.size
             return False
-        if p.rate_pps is not None:
-            service, wire = 1.0 / p.rate_pps, 0.0
+        rate_pps = p.rate_pps
+        if rate_pps is not None:
+            service, wire = 1.0 / rate_pps, 0.0
         else:
-            service = wire = pkt.size / p.rate_Bps  # type: ignore[operator]
+            rate_Bps = p.rate_Bps  # narrowed: a C double division in the mypyc build
+            assert rate_Bps is not None  # PortParams gives exactly one of the two
+            service = wire = pkt.size / rate_Bps
         free = self._free_at
         start = free if free > now else now
         self._free_at = start + service
