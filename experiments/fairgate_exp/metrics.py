@@ -228,9 +228,10 @@ def judge(
     rows: list[dict[str, Any]],
     tcp: dict[str, Any] | None = None,
     label: str | None = None,
+    cm: dict[str, Any] | None = None,
 ) -> list[Verdict]:
     """Every expectation that applies to this run; ``label`` names the run in the
-    verdicts (the algorithm, or the variant)."""
+    verdicts (the algorithm, or the variant); ``cm``: the engine's facts per CM app."""
     out = []
     variant = plan.variant.name if plan.variant is not None else None
     for i, e in enumerate(plan.file.expect):
@@ -243,7 +244,7 @@ def judge(
         if e.metric in ("completion_rate", "fct"):
             out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
         else:
-            out.append(_judge_one(plan, label or algo, i, e, rates, rows))
+            out.append(_judge_one(plan, label or algo, i, e, rates, rows, cm or {}))
     return out
 
 
@@ -356,6 +357,7 @@ def _judge_one(
     e: Expect,
     rates: dict[str, list[tuple[float, float]]],
     rows: list[dict[str, Any]],
+    cm: dict[str, Any] | None = None,
 ) -> Verdict:
     t0, t1 = plan.window(e.phase)
     win = (t0, t1)
@@ -423,7 +425,7 @@ def _judge_one(
             detail,
         )
     if e.metric == "ratio":
-        return _judge_ratio(i, e, algo, win, rates, rows)
+        return _judge_ratio(i, e, algo, win, rates, rows, cm or {})
     if e.metric == "goodput":
         ratio, port = goodput_ratio(plan, rates, t0, t1)
         return Verdict(
@@ -521,6 +523,19 @@ def loss_rate(rs: list[dict[str, Any]]) -> float | None:
     return window_drops(rs) / arrived if arrived > 0 else None
 
 
+def cm_loss(cm: dict[str, Any], apps: list[str], detail: dict[str, Any]) -> float | None:
+    """The CM apps' own loss rate together: bytes their answered probes covered that the
+    receiver did not count, over the bytes covered (None: no probe answered); each app's
+    counts go into ``detail``."""
+    sent = lost = 0
+    for a in apps:
+        f = cm.get(a) or {}
+        s, n = int(f.get("probed_bytes") or 0), int(f.get("probe_lost_bytes") or 0)
+        detail[a] = {"probed_bytes": s, "lost_bytes": n, "loss_rate": s and round(n / s, 5)}
+        sent, lost = sent + s, lost + n
+    return lost / sent if sent > 0 else None
+
+
 def _judge_ratio(
     i: int,
     e: Expect,
@@ -528,14 +543,19 @@ def _judge_ratio(
     win: tuple[float, float],
     rates: dict[str, list[tuple[float, float]]],
     rows: list[dict[str, Any]],
+    cm: dict[str, Any] | None = None,
 ) -> Verdict:
     """ratio: the mean rates of ``flows`` summed over those of ``versus`` (of =
-    flow_rate), or the loss rate of ``ports`` together over that of ``versus`` (of =
-    loss_rate); judged against min/max. A zero denominator fails (no ratio)."""
+    flow_rate), the loss rate of ``ports`` together over that of ``versus`` (of =
+    loss_rate), or the CM apps' own loss rate, ``flows`` together over ``versus`` (of =
+    cm_loss, from ``cm``: the engine's facts per CM app); judged against min/max. A zero
+    denominator fails (no ratio)."""
     t0, t1 = win
     detail: dict[str, Any] = {}
 
     def side(names: list[str]) -> float | None:
+        if e.of == "cm_loss":
+            return cm_loss(cm or {}, names, detail)
         if e.of == "flow_rate":
             vals = [mean_in(rates.get(n, []), t0, t1) or 0.0 for n in names]
             for n, v in zip(names, vals, strict=True):
