@@ -86,7 +86,7 @@ class FlowStats:
 
 @dataclass(slots=True)
 class _ProbeState:
-    last_probe: int = 0
+    last_probe: int | None = None  # None: no probe answered yet
     nrecd: int = 0
 
 
@@ -198,9 +198,12 @@ class ReceiverCore:
             flow.duplicates += 1  # absurd jump: do not let it grow the reorder set
         else:
             flow.unique_bytes += data
+            # counted from the host's first data on: its CM's first probe follows its
+            # first grant and counts those bytes too
             probe = self._probes.get(self.host_of(peer))
-            if probe is not None:
-                probe.nrecd += data
+            if probe is None:
+                probe = self._probes[self.host_of(peer)] = _ProbeState()
+            probe.nrecd += data
             if seq == flow.next_expected:
                 flow.next_expected += 1
                 while flow.next_expected in flow.above:
@@ -230,7 +233,9 @@ class ReceiverCore:
         host = self.host_of(peer)
         st = self._probes.get(host)
         if st is None:
-            st = self._probes[host] = _ProbeState(last_probe=u32(probe_seq - 1))
+            st = self._probes[host] = _ProbeState()
+        if st.last_probe is None:
+            st.last_probe = u32(probe_seq - 1)
         resp = RateHeader(
             kind=g.FG_KIND_PROBE_ACK,
             flags=hdr.flags & ~g.FG_FLAG_PROBE,
