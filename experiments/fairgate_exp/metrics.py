@@ -551,6 +551,8 @@ def _judge_ratio(
     cm_loss, from ``cm``: the engine's facts per CM app); judged against min/max. A zero
     denominator fails (no ratio)."""
     t0, t1 = win
+    if e.of == "cm_loss":
+        win = (0.0, t1)  # the CM's own counts cover its whole run, not the window
     detail: dict[str, Any] = {}
 
     def side(names: list[str]) -> float | None:

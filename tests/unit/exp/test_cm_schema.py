@@ -215,3 +215,14 @@ def test_bad_cm_loss_ratio(tmp_path: Path, old: str, new: str, message: str) -> 
     assert old in BULK_PAIR
     with pytest.raises(ExperimentError, match=message):
         load(write(tmp_path, BULK_PAIR.replace(old, new)))
+
+
+def test_report_rows_give_each_cm_apps_own_loss() -> None:
+    from fairgate_exp.report import _cm_figures
+
+    res = {"engine": {"cm": {"a": {"probed_bytes": 40_000, "probe_lost_bytes": 1_000}}}}
+    by = {("sim", "file"): {"results": {"none": res}}}
+    rows = dict(_cm_figures(by))
+    assert rows["a: CM own loss (probes, whole run)"](res) == pytest.approx(0.025)
+    none = {"engine": {"cm": {"a": {"probed_bytes": 0}}}}
+    assert rows["a: CM own loss (probes, whole run)"](none) is None
