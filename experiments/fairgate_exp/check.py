@@ -118,7 +118,8 @@ def check(exp: ExperimentFile) -> None:
         for a in e.algorithms or []:
             if a not in algos:
                 raise _err(f"{where}: algorithm {a!r} is not among experiment.algorithms")
-        for f in e.flows or []:
+        cm_apps = e.metric == "ratio" and e.of == "cm_loss"  # flows: CM app names
+        for f in [] if cm_apps else e.flows or []:
             if f not in flows:
                 raise _err(f"{where}: unknown flow {f!r}{_near(f, flows)}")
         if e.metric in ("maxmin", "flow_rate", "jain", "convergence"):
@@ -206,6 +207,15 @@ def _check_ratio(
                 raise _err(f"{where}: unknown flow {f!r} in versus{_near(f, known)}")
         if not exp.measure.flows:
             raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
+    elif of == "cm_loss":
+        apps = {a.name: a for a in exp.cm}
+        if not flows or ports:
+            raise _err(f"{where}: a cm_loss ratio needs flows: CM app names (and no ports)")
+        for f in list(flows) + list(versus):
+            if f not in apps:
+                raise _err(f"{where}: {f!r} is not a CM app{_near(f, list(apps))}")
+            if apps[f].app == "tcp":
+                raise _err(f"{where}: {f!r} is TCP/CM, which sends no probes")
     elif not ports or flows:
         raise _err(f"{where}: a loss_rate ratio needs ports (and no flows)")
 

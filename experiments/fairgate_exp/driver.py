@@ -108,7 +108,8 @@ def run_algo(
     records_ = engine.port_records()
     rows = port_rows(plan, records_)
     tcp_summary = tcp_summaries(plan, tcp)
-    verdicts = judge(plan, algo, rates, rows, tcp_summary, label)
+    cm_facts = (facts or {}).get("cm") if isinstance(facts, dict) else None
+    verdicts = judge(plan, algo, rates, rows, tcp_summary, label, cm_facts)
     return {
         "rates": rates,
         "rows": rows,

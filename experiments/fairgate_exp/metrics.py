@@ -229,9 +229,10 @@ def judge(
     rows: list[dict[str, Any]],
     tcp: dict[str, Any] | None = None,
     label: str | None = None,
+    cm: dict[str, Any] | None = None,
 ) -> list[Verdict]:
     """Every expectation that applies to this run; ``label`` names the run in the
-    verdicts (the algorithm, or the variant)."""
+    verdicts (the algorithm, or the variant); ``cm``: the engine's facts per CM app."""
     out = []
     variant = plan.variant.name if plan.variant is not None else None
     for i, e in enumerate(plan.file.expect):
@@ -246,7 +247,7 @@ def judge(
                 continue  # against other variants: judge_versus, once they all ran
             out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
         else:
-            out.append(_judge_one(plan, label or algo, i, e, rates, rows))
+            out.append(_judge_one(plan, label or algo, i, e, rates, rows, cm or {}))
     return out
 
 
@@ -421,6 +422,7 @@ def _judge_one(
     e: Expect,
     rates: dict[str, list[tuple[float, float]]],
     rows: list[dict[str, Any]],
+    cm: dict[str, Any] | None = None,
 ) -> Verdict:
     t0, t1 = plan.window(e.phase)
     win = (t0, t1)
@@ -488,7 +490,7 @@ def _judge_one(
             detail,
         )
     if e.metric == "ratio":
-        return _judge_ratio(i, e, algo, win, rates, rows)
+        return _judge_ratio(i, e, algo, win, rates, rows, cm or {})
     if e.metric == "goodput":
         ratio, port = goodput_ratio(plan, rates, t0, t1)
         return Verdict(
@@ -586,6 +588,19 @@ def loss_rate(rs: list[dict[str, Any]]) -> float | None:
     return window_drops(rs) / arrived if arrived > 0 else None
 
 
+def cm_loss(cm: dict[str, Any], apps: list[str], detail: dict[str, Any]) -> float | None:
+    """The CM apps' own loss rate together: bytes their answered probes covered that the
+    receiver did not count, over the bytes covered (None: no probe answered); each app's
+    counts go into ``detail``."""
+    sent = lost = 0
+    for a in apps:
+        f = cm.get(a) or {}
+        s, n = int(f.get("probed_bytes") or 0), int(f.get("probe_lost_bytes") or 0)
+        detail[a] = {"probed_bytes": s, "lost_bytes": n, "loss_rate": s and round(n / s, 5)}
+        sent, lost = sent + s, lost + n
+    return lost / sent if sent > 0 else None
+
+
 def _judge_ratio(
     i: int,
     e: Expect,
@@ -593,14 +608,21 @@ def _judge_ratio(
     win: tuple[float, float],
     rates: dict[str, list[tuple[float, float]]],
     rows: list[dict[str, Any]],
+    cm: dict[str, Any] | None = None,
 ) -> Verdict:
     """ratio: the mean rates of ``flows`` summed over those of ``versus`` (of =
-    flow_rate), or the loss rate of ``ports`` together over that of ``versus`` (of =
-    loss_rate); judged against min/max. A zero denominator fails (no ratio)."""
+    flow_rate), the loss rate of ``ports`` together over that of ``versus`` (of =
+    loss_rate), or the CM apps' own loss rate, ``flows`` together over ``versus`` (of =
+    cm_loss, from ``cm``: the engine's facts per CM app); judged against min/max. A zero
+    denominator fails (no ratio)."""
     t0, t1 = win
+    if e.of == "cm_loss":
+        win = (0.0, t1)  # the CM's own counts cover its whole run, not the window
     detail: dict[str, Any] = {}
 
     def side(names: list[str]) -> float | None:
+        if e.of == "cm_loss":
+            return cm_loss(cm or {}, names, detail)
         if e.of == "flow_rate":
             vals = [mean_in(rates.get(n, []), t0, t1) or 0.0 for n in names]
             for n, v in zip(names, vals, strict=True):

@@ -456,7 +456,8 @@ def _figure_rows(
 
 def _cm_figures(by: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, Any]]:
     """The CM apps' own counters from the engine's facts (the simulator's): the
-    macroflow's rate halvings on loss, timeouts and agings, TCP/CM's grants and the
+    macroflow's rate halvings on loss, timeouts and agings, probes on data and the CM's own
+    loss (what its answered probes covered and the receiver did not count), TCP/CM's grants and the
     segments a Reno window would have held back, the audio's rate and layers."""
     apps: list[str] = []
     for s in by.values():
@@ -466,6 +467,8 @@ def _cm_figures(by: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, An
         ("losses", "CM rate halvings on loss"),
         ("timeouts", "CM timeouts"),
         ("agings", "CM agings"),
+        ("probes_on_data", "CM probes riding on data"),
+        ("own_loss", "CM own loss (probes, whole run)"),
         ("segments_past_reno_cwnd", "TCP/CM segments past a Reno cwnd"),
         ("kernel_cwnd_bound_polls", "TCP/CM polls with the kernel's cwnd binding"),
         ("grants", "TCP/CM grants"),
@@ -477,6 +480,9 @@ def _cm_figures(by: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, An
             cm = (res.get("engine") or {}).get("cm", {}).get(a, {})
             if key.startswith("audio."):
                 return (cm.get("audio") or {}).get(key[6:])
+            if key == "own_loss":  # what its answered probes covered and the receiver missed
+                sent = cm.get("probed_bytes")
+                return round(cm.get("probe_lost_bytes", 0) / sent, 5) if sent else None
             return cm.get(key)
 
         for key, label in keys:

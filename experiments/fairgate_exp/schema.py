@@ -300,8 +300,11 @@ Metric = Literal[
 ]
 
 #: what a ``ratio`` expectation divides: mean flow rates (packets/s) of ``flows`` over
-#: ``versus``, or ports' loss rates (drops over arrivals) of ``ports`` over ``versus``
-RatioOf = Literal["flow_rate", "loss_rate"]
+#: ``versus``, ports' loss rates (drops over arrivals) of ``ports`` over ``versus``, or CM
+#: apps' own loss rates (``cm_loss``: the bytes their answered probes covered that the
+#: receiver did not count, over the bytes covered; whole run of the app) of ``flows``
+#: (CM app names) over ``versus``
+RatioOf = Literal["flow_rate", "loss_rate", "cm_loss"]
 
 
 class Expect(Strict):

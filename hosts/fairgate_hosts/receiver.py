@@ -15,6 +15,9 @@ the switches stamped it, the log2 terms) copied after the rate header.
 Probe -> probe-ack (Congestion Manager, paper 001 Fig. 5): ``seq`` = this probe, ``ack`` = the
 last probe answered before it, ``ts_echo_us`` = the probe's ``ts_us``, followed by 8 bytes
 (network order) holding the data bytes received from that host since the last answered probe.
+A data packet with ``FG_FLAG_PROBE`` also carries a probe (its number in ``ack``): the
+probe-ack goes to the data's sender before the data's ack, and the data's bytes count
+towards the next probe.
 
 Run as ``python -m fairgate_hosts.receiver`` for the UDP agent.
 """
@@ -40,6 +43,7 @@ _KIND_XCP_ACK: Final = g.FG_KIND_XCP_ACK
 _KIND_PROBE: Final = g.FG_KIND_PROBE
 _KIND_PROBE_ACK: Final = g.FG_KIND_PROBE_ACK
 _CONGESTED: Final = g.FG_FLAG_CONGESTED
+_PROBE_FLAG: Final = g.FG_FLAG_PROBE
 PROBE_ACK_BYTES = HEADER_BYTES + PROBE_COUNT.size
 
 
@@ -99,7 +103,7 @@ class FlowStats:
 
 @dataclass(slots=True)
 class _ProbeState:
-    last_probe: int = 0
+    last_probe: int | None = None  # None: no probe answered yet
     nrecd: int = 0
 
 
@@ -165,9 +169,15 @@ class ReceiverCore:
                 self.stats.dropped += 1
                 return []
             extra = bytes(buf[HEADER_BYTES : HEADER_BYTES + XCP_HEADER_BYTES]) if xcp else b""
-            return [self._on_data(hdr, len(buf), now_us, peer, extra)]
+            out: list[SendAt] = []
+            if hdr.kind == _KIND_DATA and hdr.flags & _PROBE_FLAG:
+                # a probe riding on data: answered first, so the interval it closes holds
+                # what arrived before this packet (the sender counted it so)
+                out.append(self._on_probe(hdr, now_us, peer, probe_seq=hdr.ack))
+            out.append(self._on_data(hdr, len(buf), now_us, peer, extra))
+            return out
         if hdr.kind == _KIND_PROBE:
-            return [self._on_probe(hdr, now_us, peer)]
+            return [self._on_probe(hdr, now_us, peer, probe_seq=hdr.seq)]
         self.stats.ignored += 1
         return []
 
@@ -205,9 +215,12 @@ class ReceiverCore:
             flow.duplicates += 1  # absurd jump: do not let it grow the reorder set
         else:
             flow.unique_bytes += data
+            # counted from the host's first data on: its CM's first probe follows its
+            # first grant and counts those bytes too
             probe = self._probes.get(self.host_of(peer))
-            if probe is not None:
-                probe.nrecd += data
+            if probe is None:
+                probe = self._probes[self.host_of(peer)] = _ProbeState()
+            probe.nrecd += data
             if seq == flow.next_expected:
                 flow.next_expected += 1
                 while flow.next_expected in flow.above:
@@ -233,15 +246,17 @@ class ReceiverCore:
         self.stats.acks += 1
         return SendAt(now_us + self.ack_delay_us, ack.pack() + xcp, peer)
 
-    def _on_probe(self, hdr: RateHeader, now_us: int, peer: Hashable) -> SendAt:
+    def _on_probe(self, hdr: RateHeader, now_us: int, peer: Hashable, probe_seq: int) -> SendAt:
         host = self.host_of(peer)
         st = self._probes.get(host)
         if st is None:
-            st = self._probes[host] = _ProbeState(last_probe=u32(hdr.seq - 1))
+            st = self._probes[host] = _ProbeState()
+        if st.last_probe is None:
+            st.last_probe = u32(probe_seq - 1)
         resp = RateHeader(
             kind=_KIND_PROBE_ACK,
-            flags=hdr.flags,
-            seq=hdr.seq,
+            flags=hdr.flags & ~_PROBE_FLAG,
+            seq=probe_seq,
             ack=st.last_probe,
             ts_us=u32(now_us),
             ts_echo_us=hdr.ts_us,
@@ -249,7 +264,7 @@ class ReceiverCore:
             rate_kbps=hdr.rate_kbps,
         )
         data = resp.pack() + PROBE_COUNT.pack(min(st.nrecd, (1 << 64) - 1))
-        st.last_probe = hdr.seq
+        st.last_probe = probe_seq
         st.nrecd = 0
         self.stats.probe_acks += 1
         return SendAt(now_us + self.ack_delay_us, data, peer)

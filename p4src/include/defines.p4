@@ -36,6 +36,9 @@
 #define FG_KIND_MAX 8
 /* flags byte */
 #define FG_FLAG_CONGESTED 0x01
+/* Data packets: the packet also carries a Congestion Manager probe, its number in `ack`
+ * (a probe riding on data costs no packet of its own; the receiver answers it as a probe). */
+#define FG_FLAG_PROBE 0x02
 /* Rate field: kbit/s. All-ones asks for "as fast as the network allows". */
 #define FG_RATE_UNLIMITED 0xffffffff
 

@@ -63,9 +63,11 @@ header udp_t {
  *   version     FG_VERSION; other versions are forwarded untouched
  *   kind        FG_KIND_* (data, ack, probe, probe-ack, rd-forward, rd-backward)
  *   flags       bit 0: FG_FLAG_CONGESTED (set by a switch on data packets)
+ *               bit 1: FG_FLAG_PROBE (data carrying a CM probe, its number in ack)
  *   reserved    sent as 0, ignored
  *   seq         sender's packet sequence number (data); acked sequence (ack)
- *   ack         receiver's cumulative ack: next sequence expected (ack)
+ *   ack         receiver's cumulative ack: next sequence expected (ack);
+ *               data with FG_FLAG_PROBE: the probe's number
  *   ts_us       sender's clock when sent, microseconds (wraps at 2^32)
  *   ts_echo_us  ts_us of the data packet this ack answers (ack)
  *   rtt_us      sender's smoothed RTT estimate, microseconds; 0 = unknown

@@ -38,13 +38,14 @@ local f_ts_echo_us = ProtoField.uint32("fairgate.ts_echo_us", "Timestamp echo (Â
 local f_rtt_us = ProtoField.uint32("fairgate.rtt_us", "RTT (Âµs)", base.DEC)
 local f_rate_kbps = ProtoField.uint32("fairgate.rate_kbps", "Rate (kbit/s)", base.DEC)
 local f_flag_congested = ProtoField.bool("fairgate.flags.congested", "Congested", 8, nil, 0x01)
+local f_flag_probe = ProtoField.bool("fairgate.flags.probe", "Probe", 8, nil, 0x02)
 local fr_flow_key = ProtoField.uint32("fairgate.rd.flow_key", "Flow key", base.HEX)
 local fr_apr_kbps = ProtoField.uint32("fairgate.rd.apr_kbps", "APR (kbit/s)", base.DEC)
 local fx_cwnd_bytes = ProtoField.uint32("fairgate.xcp.cwnd_bytes", "Cwnd bytes", base.DEC)
 local fx_feedback = ProtoField.int32("fairgate.xcp.feedback", "Feedback", base.DEC)
 local fx_lg_pos = ProtoField.int16("fairgate.xcp.lg_pos", "log2(rtt^2 s/cwnd) Q8.8", base.DEC)
 local fx_lg_neg = ProtoField.int16("fairgate.xcp.lg_neg", "log2(rtt s) Q8.8", base.DEC)
-fg.fields = {f_version, f_kind, f_flags, f_reserved, f_seq, f_ack, f_ts_us, f_ts_echo_us, f_rtt_us, f_rate_kbps, f_flag_congested}
+fg.fields = {f_version, f_kind, f_flags, f_reserved, f_seq, f_ack, f_ts_us, f_ts_echo_us, f_rtt_us, f_rate_kbps, f_flag_congested, f_flag_probe}
 fg_rd.fields = {fr_flow_key, fr_apr_kbps}
 fg_xcp.fields = {fx_cwnd_bytes, fx_feedback, fx_lg_pos, fx_lg_neg}
 
@@ -56,6 +57,7 @@ function fg.dissector(buf, pinfo, tree)
     t:add(f_kind, buf(1, 1))
     local flags = t:add(f_flags, buf(2, 1))
     flags:add(f_flag_congested, buf(2, 1))
+    flags:add(f_flag_probe, buf(2, 1))
     t:add(f_reserved, buf(3, 1))
     t:add(f_seq, buf(4, 4))
     t:add(f_ack, buf(8, 4))

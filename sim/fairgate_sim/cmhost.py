@@ -247,14 +247,19 @@ class SimCMHost(CMHostCore):
         self.handle(self.cm.on_probe_response(pkt.src, bytes(pkt.data), now), None, now)
         self._tick()
 
+    def _responses(self) -> int:
+        tot = self.cm.probe_totals.get(self.dst)
+        return tot.responses if tot is not None else 0
+
     def _on_ack(self, flow: SimCMFlow, pkt: Packet) -> None:
         if not self.runs or pkt.data is None:
             flow.acks += 1
             return
         now = self.clock.now_us()
-        before = flow.explicit_kbps
+        before = flow.explicit_kbps, self._responses()
         events = self.on_ack(flow, bytes(pkt.data), now)
-        if flow.explicit_kbps != before:  # the path's explicit rate changed: update ran
+        # the path's explicit rate changed (update ran) or a probe response was taken
+        if (flow.explicit_kbps, self._responses()) != before:
             self.handle(events, None, now)
             self._tick()
 

@@ -610,8 +610,10 @@ class Bmv2Engine:
                 continue
             cm = done.get("cm") or {}
             f: dict[str, Any] = {k: cm[k] for k in ("losses", "timeouts", "agings") if k in cm}
-            if "probes_sent" in cm:
-                f["probes_sent"] = cm["probes_sent"]
+            # probes (on their own or riding on data) and what the answered ones covered
+            for k in ("probes_sent", "probes_on_data", "probed_bytes", "probe_lost_bytes"):
+                if k in cm:
+                    f[k] = cm[k]
             if a.app == "tcp":
                 flows = done.get("flows", [])
                 f["retransmits"] = sum(x["retrans"] for x in flows)

@@ -88,6 +88,10 @@ def cm_facts(app: BulkApp | AudioApp | TcpCmApp, host: SimCMHost) -> dict[str, A
     past its close), probes; for TCP/CM, grants used and unused and how often a Reno
     window would have stopped a segment the CM let out (TCP's cwnd never binds)."""
     out: dict[str, Any] = {"loss_events": host.loss_events(), "probes_sent": host.probes_sent}
+    # probes riding on data, and the bytes the answered probes covered and found lost
+    stats = host.stats()
+    keys = ("probes_on_data", "probed_bytes", "probe_lost_bytes")
+    out |= {k: stats[k] for k in keys if k in stats}
     out |= {k: v for k, v in host.aimd_counts.items()}
     if isinstance(app, TcpCmApp):
         fs = app.flows

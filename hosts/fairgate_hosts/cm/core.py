@@ -75,6 +75,11 @@ class CMConfig:
     change_rate_threshold: float = 0.05
     loss_threshold: float = 0.0
     aging: str = "min_rtt"  # exponential aging's half-life: "min_rtt", "srtt" or "off"
+    # A probe that falls due while a grant is due within one probe interval rides on that
+    # grant's data packet (``take_probe``) instead of being a packet of its own: the paper's
+    # probe is a small message, and a queue that serves packets (BMv2's) would otherwise
+    # charge each probe a full data packet's slot. With no data due it goes on its own.
+    probe_on_data: bool = True
 
 
 @dataclass(slots=True)
@@ -104,10 +109,21 @@ class Macroflow:
     sent_since_feedback: int = 0
     next_probe_us: int | None = None
     last_sent_us: int | None = None  # the last send of a probed flow
+    probe_due_us: int | None = None  # a probe waits for a data packet to carry it since
 
     @property
     def rate_Bps(self) -> float:
         return self.aimd.effective_Bps
+
+
+@dataclass(slots=True)
+class ProbeTotals:
+    """What the answered probes of one destination covered: bytes the probed flows sent,
+    and how many of them the receiver did not count (the CM's own view of its losses)."""
+
+    responses: int = 0
+    sent_bytes: int = 0
+    lost_bytes: int = 0
 
 
 @dataclass
@@ -115,6 +131,8 @@ class CongestionManager:
     cfg: CMConfig = field(default_factory=CMConfig)
     macroflows: dict[str, Macroflow] = field(default_factory=dict)
     flows: dict[int, _Flow] = field(default_factory=dict)
+    # per destination, kept when its macroflow ends
+    probe_totals: dict[str, ProbeTotals] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     # ------------------------------------------------------------------ API (Fig. 8)
@@ -339,6 +357,10 @@ class CongestionManager:
         res = mf.probes.on_response(this, last, nrecd, now_us)
         if res is None:
             return []
+        tot = self.probe_totals.setdefault(dst, ProbeTotals())
+        tot.responses += 1
+        tot.sent_bytes += max(0, res.nsent)
+        tot.lost_bytes += max(0, res.nsent - res.nrecd)
         rtt = res.rtt_us if res.rtt_us > 0 else None
         if res.loss > self.cfg.loss_threshold:
             mf.aimd.on_loss(now_us, rtt)
@@ -366,8 +388,11 @@ class CongestionManager:
                 times.append(now_us + max(1, int(need * 1e6 / mf.rate_Bps) + 1))
             if mf.sent_since_feedback > 0 and mf.aimd.aging_next_us is not None:
                 times.append(mf.aimd.aging_next_us)
-            if mf.next_probe_us is not None and self._probing_active(mf, now_us):
-                times.append(mf.next_probe_us)
+            if self._probing_active(mf, now_us):
+                if mf.probe_due_us is not None:  # no data carried it: it goes on its own
+                    times.append(mf.probe_due_us + self._probe_interval_us(mf))
+                elif mf.next_probe_us is not None:
+                    times.append(mf.next_probe_us)
         return min(times) if times else None
 
     # ------------------------------------------------------------------ internals
@@ -409,13 +434,34 @@ class CongestionManager:
             return False
         return now_us - mf.last_sent_us <= 2 * mf.aimd.srtt_us
 
+    def _probe_interval_us(self, mf: Macroflow) -> int:
+        return max(1, int(mf.aimd.srtt_us / self.cfg.probes_per_rtt))
+
+    def _data_due_within(self, mf: Macroflow, now_us: int, within_us: int) -> bool:
+        """Whether a grant of a probed flow is due within ``within_us`` (or was granted
+        in this tick and is still to be sent)."""
+        size = mf.sched.peek_size(self.cfg.mss)
+        if size is None:
+            return False
+        need = max(0.0, size - mf.credit)
+        return need * 1e6 / mf.rate_Bps <= within_us
+
     def _probe(self, mf: Macroflow, now_us: int) -> list[Event]:
         if not self._probing_active(mf, now_us):
+            mf.probe_due_us = None
             return []
-        if mf.next_probe_us is not None and now_us < mf.next_probe_us:
+        interval = self._probe_interval_us(mf)
+        if mf.probe_due_us is not None:
+            if now_us - mf.probe_due_us < interval:
+                return []  # still waiting for a data packet to carry it
+            mf.probe_due_us = None  # none came: send it on its own
+        elif mf.next_probe_us is not None and now_us < mf.next_probe_us:
+            return []
+        elif self.cfg.probe_on_data and self._data_due_within(mf, now_us, interval):
+            mf.probe_due_us = now_us
             return []
         seq = mf.probes.make_probe(now_us)
-        mf.next_probe_us = now_us + max(1, int(mf.aimd.srtt_us / self.cfg.probes_per_rtt))
+        mf.next_probe_us = now_us + interval
         hdr = RateHeader(
             kind=g.FG_KIND_PROBE,
             seq=u32(seq),
@@ -424,6 +470,18 @@ class CongestionManager:
             rate_kbps=RATE_UNLIMITED,
         )
         return [SendProbe(mf.dst, hdr.pack())]
+
+    def take_probe(self, dst: str, now_us: int, pending: int = 0) -> int | None:
+        """A data packet of a probed flow to ``dst`` is about to leave: if a probe is due,
+        it rides on that packet; returns the probe's number (None: no probe due).
+        ``pending``: bytes of probed flows sent before this packet and not yet notified."""
+        mf = self.macroflows.get(dst)
+        if mf is None or mf.probe_due_us is None:
+            return None
+        mf.probe_due_us = None
+        seq = mf.probes.make_probe(now_us, pending)
+        mf.next_probe_us = now_us + self._probe_interval_us(mf)
+        return seq
 
     def _rate_changes(self, mf: Macroflow) -> list[Event]:
         events: list[Event] = []

@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         max_rate_Bps=args.max_rate * 125.0,
         probing=not args.no_probe,
         burst_bytes=2 * args.mss,
+        probe_on_data=False,  # its clients send their own data: probes go on their own
     )
     daemon = CMDaemon(
         CongestionManager(cfg),

@@ -3,12 +3,13 @@ core's events, written once for the real host (``apps.cmhost.CMHost``, a selecto
 UDP sockets) and the simulator (``fairgate_sim.cmhost.SimCMHost``, simulated ports and time).
 
 ``CMHostCore`` owns the ``CongestionManager`` and the host's flows to one destination (one
-macroflow). It builds the rate-header DATA packets a grant sends, counts what was sent and
-reports it with ``notify`` after the events of a batch are handled, sends probes before
-grants, hands ``change_rate`` to the app, and passes the acks' explicit rate (the rate
-field the switches min-stamp) to ``update``. Subclasses do the I/O: ``_send_data`` (one
-DATA packet of a flow) and ``_send_probe``; ``_app_of`` says which app a flow's events go
-to (default: the one app the loop runs).
+macroflow). It builds the rate-header DATA packets a grant sends (a due probe rides on one:
+``take_probe``), counts what was sent and reports it with ``notify`` after the events of a
+batch are handled, sends probes of their own before grants, hands ``change_rate`` to the
+app, and passes the acks' explicit rate (the rate field the switches min-stamp) to
+``update``; probe responses to probes on data come back on the flow's socket with its acks.
+Subclasses do the I/O: ``_send_data`` (one DATA packet of a flow) and ``_send_probe``;
+``_app_of`` says which app a flow's events go to (default: the one app the loop runs).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class CMHostCore:
     explicit: bool = True
     cm: CongestionManager = field(init=False)
     flows: dict[int, Any] = field(default_factory=dict)
-    probes_sent: int = 0
+    probes_sent: int = 0  # on their own or on data
+    probes_on_data: int = 0
     send_errors: int = 0
     # Grants for flows that are not this host's (TCP/CM connections sharing the CM,
     # apps.audio --tcp-flows): handed over; the events of their notifies come back.
@@ -86,14 +88,23 @@ class CMHostCore:
 
     # ------------------------------------------------------------------ what apps call
     def data_packet(self, flow: Any, payload_bytes: int, now_us: int) -> bytes:
+        """One DATA packet of ``flow``; a probe that is due rides on it (``take_probe``):
+        flag ``FG_FLAG_PROBE``, the probe's number in ``ack``."""
         mf = self.cm.macroflows.get(self.dst)
+        pending = sum(n for fid, n in self._notify if fid in self.flows)
+        probe = self.cm.take_probe(self.dst, now_us, pending)
         hdr = RateHeader(
             kind=g.FG_KIND_DATA,
+            flags=g.FG_FLAG_PROBE if probe is not None else 0,
             seq=u32(flow.seq),
+            ack=u32(probe) if probe is not None else 0,
             ts_us=u32(now_us),
             rtt_us=u32(int(mf.aimd.srtt_us) if mf is not None else 0),
             rate_kbps=RATE_UNLIMITED,
         )
+        if probe is not None:
+            self.probes_sent += 1
+            self.probes_on_data += 1
         return hdr.pack() + bytes(payload_bytes)
 
     def send(self, flow: Any, payload_bytes: int, now_us: int) -> int:
@@ -110,7 +121,14 @@ class CMHostCore:
 
     def stats(self) -> dict[str, object]:
         mf = self.cm.macroflows.get(self.dst)
-        out: dict[str, object] = {"probes_sent": self.probes_sent, "send_errors": self.send_errors}
+        out: dict[str, object] = {
+            "probes_sent": self.probes_sent,
+            "probes_on_data": self.probes_on_data,
+            "send_errors": self.send_errors,
+        }
+        tot = self.cm.probe_totals.get(self.dst)
+        if tot is not None:  # what the answered probes covered: the CM's own losses
+            out |= {"probed_bytes": tot.sent_bytes, "probe_lost_bytes": tot.lost_bytes}
         if mf is not None:
             a = mf.aimd
             out |= {"losses": a.losses, "timeouts": a.timeouts, "agings": a.agings}
@@ -164,15 +182,20 @@ class CMHostCore:
             target.on_rate(self, self.flows[ev.flow], ev.rate_Bps, now_us)
 
     def on_ack(self, flow: Any, data: bytes, now_us: int) -> list[Event]:
-        """An ack for ``flow``: with ``explicit``, a changed rate field goes to ``update``."""
-        flow.acks += 1
-        if not self.explicit or len(data) < HEADER_BYTES:
+        """An ack for ``flow``: with ``explicit``, a changed rate field goes to ``update``;
+        a probe response (to a probe that rode on the flow's data) goes to the CM."""
+        if len(data) < HEADER_BYTES:
+            flow.acks += 1
             return []
         try:
             hdr = RateHeader.unpack(data)
         except HeaderError:
+            flow.acks += 1
             return []
-        if hdr.kind != g.FG_KIND_ACK or hdr.rate_kbps == flow.explicit_kbps:
+        if hdr.kind == g.FG_KIND_PROBE_ACK:
+            return self.cm.on_probe_response(self.dst, data, now_us)
+        flow.acks += 1
+        if not self.explicit or hdr.kind != g.FG_KIND_ACK or hdr.rate_kbps == flow.explicit_kbps:
             return []
         flow.explicit_kbps = hdr.rate_kbps
         return self.cm.update(flow.fid, 0, False, None, now_us, explicit_rate_kbps=hdr.rate_kbps)

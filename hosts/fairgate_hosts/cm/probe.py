@@ -6,6 +6,9 @@ over those probes are compared with the bytes the receiver counted, so lost prob
 responses only merge intervals, they never misattribute bytes. Entries older than
 ``thisprobe`` are deleted; a response for a probe already accounted (duplicate, reordered)
 is ignored.
+
+A probe is its own small message or rides on a data packet (``CMConfig.probe_on_data``:
+the data packet's header carries its number); the bookkeeping is the same.
 """
 
 from __future__ import annotations
@@ -33,11 +36,14 @@ class ProbeBook:
     def on_sent(self, nbytes: int) -> None:
         self.nsent += max(0, nbytes)
 
-    def make_probe(self, now_us: int) -> int:
-        """Record a probe sent now; returns its sequence number."""
+    def make_probe(self, now_us: int, pending: int = 0) -> int:
+        """Record a probe sent now; returns its sequence number. ``pending``: bytes already
+        sent ahead of the probe but not yet reported with ``on_sent`` (the receiver counts
+        them before the probe, so they belong to its interval, not the next one)."""
         seq = self.next_seq
-        self.probes[seq] = (now_us, self.nsent)
-        self.nsent = 0
+        pending = max(0, pending)
+        self.probes[seq] = (now_us, self.nsent + pending)
+        self.nsent = -pending
         self.next_seq += 1
         while len(self.probes) > self.max_entries:
             del self.probes[min(self.probes)]

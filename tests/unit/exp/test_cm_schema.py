@@ -165,3 +165,64 @@ def test_trace_table_rates_and_losses() -> None:
     assert [r["rate_pps"] for r in rows] == [None, pytest.approx(50.0), pytest.approx(100.0)]
     assert [r["losses"] for r in rows] == [0, 0, 1]
     assert rows[2]["cm_rate_kbps"] is None and rows[0]["flow"] == "f"
+
+
+BULK_PAIR = (
+    GOOD.replace(
+        'mss = "1000B"\n',
+        'mss = "1000B"\n\n[[cm]]\nname = "mean"\nsrc = "h2"\ndst = "r1"\napp = "bulk"\n',
+    )
+    .replace(
+        'flows = ["tcm-0", "tcm-1"]\nversus = ["reno"]\nmin = 0.8\nmax = 1.25',
+        'of = "cm_loss"\nflows = ["tcm"]\nversus = ["mean"]\nmax = 0.8',
+    )
+    .replace('app = "tcp"', 'app = "bulk"')
+)
+
+
+def test_cm_loss_ratio_judged_from_the_cm_facts(tmp_path: Path) -> None:
+    plan = load(write(tmp_path, BULK_PAIR))
+    cm = {
+        "tcm": {"probed_bytes": 100_000, "probe_lost_bytes": 2_000},
+        "mean": {"probed_bytes": 50_000, "probe_lost_bytes": 2_000},
+    }
+    (v,) = judge(plan, "none", {}, [], cm=cm)
+    assert v.measured == pytest.approx(0.02 / 0.04) and v.passed
+    assert v.detail["tcm"]["loss_rate"] == pytest.approx(0.02)
+    cm["tcm"]["probe_lost_bytes"] = 4_000  # 0.04 / 0.04
+    (v,) = judge(plan, "none", {}, [], cm=cm)
+    assert v.measured == pytest.approx(1.0) and not v.passed
+    cm["mean"]["probe_lost_bytes"] = 0  # nothing lost by the denominator: no ratio
+    (v,) = judge(plan, "none", {}, [], cm=cm)
+    assert v.measured is None and not v.passed
+    (v,) = judge(plan, "none", {}, [])  # no facts: no ratio
+    assert v.measured is None and not v.passed
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('versus = ["mean"]', 'versus = ["reno"]', "'reno' is not a CM app"),
+        ('flows = ["tcm"]', 'flows = ["tcm"]\nports = ["s1->s2"]', "needs flows: CM app names"),
+        (
+            'name = "mean"\nsrc = "h2"\ndst = "r1"\napp = "bulk"',
+            'name = "mean"\nsrc = "h2"\ndst = "r1"\napp = "tcp"',
+            "TCP/CM, which sends no probes",
+        ),
+    ],
+)
+def test_bad_cm_loss_ratio(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in BULK_PAIR
+    with pytest.raises(ExperimentError, match=message):
+        load(write(tmp_path, BULK_PAIR.replace(old, new)))
+
+
+def test_report_rows_give_each_cm_apps_own_loss() -> None:
+    from fairgate_exp.report import _cm_figures
+
+    res = {"engine": {"cm": {"a": {"probed_bytes": 40_000, "probe_lost_bytes": 1_000}}}}
+    by = {("sim", "file"): {"results": {"none": res}}}
+    rows = dict(_cm_figures(by))
+    assert rows["a: CM own loss (probes, whole run)"](res) == pytest.approx(0.025)
+    none = {"engine": {"cm": {"a": {"probed_bytes": 0}}}}
+    assert rows["a: CM own loss (probes, whole run)"](none) is None
