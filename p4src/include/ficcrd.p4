@@ -145,6 +145,7 @@ header ficcrd_scratch_t {
     bit<32> syn_us;     /* when the flow's SYN left (0: no SYN seen) */
     bit<32> base_rtt;   /* the flow's handshake round trip (0: unknown) */
     bit<32> edge_port;  /* the port an edge event is counted on (FG_MAX_PORTS: none) */
+    bit<32> session;    /* the clone session of an RD (clone_rd) */
     bit<64> wide;       /* products: DPF x MAPR, ER x RTT, length x 8000 */
     bit<64> loss;       /* gap x APR, then the APR step */
     bit<16> packets;    /* packets since the flow's last RD */
@@ -269,7 +270,6 @@ control FiccrdEgress(inout headers_t hdr,
     ficcrd_scratch_t s;
     ficcrd_tuple_t t;   /* the flow's 5-tuple, hashed into its key */
     bool    apr_up;     /* the APR step is upwards (p4c keeps it in expressions) */
-    bit<32> session;
 
     @hidden
     action read_queue_seen() {
@@ -360,10 +360,11 @@ control FiccrdEgress(inout headers_t hdr,
         flow_packets.write(s.idx, s.packets);
     }
 
+    /* s.session is set before the call: computed here, p4c would pass a
+     * temporary (a field reset per packet). */
     @hidden
     action clone_rd() {
-        session = FG_RD_SESSION_BASE + s.port;
-        clone_preserving_field_list(CloneType.E2E, session, FG_RD_FIELD_LIST);
+        clone_preserving_field_list(CloneType.E2E, s.session, FG_RD_FIELD_LIST);
     }
 
     @hidden
@@ -589,6 +590,7 @@ control FiccrdEgress(inout headers_t hdr,
                 if (meta.fc_rd_interval != 0 && s.packets >= meta.fc_rd_interval
                     && (hdr.tcp.flags & TCP_FLAG_SYN) == 0) {
                     s.packets = 0;
+                    s.session = FG_RD_SESSION_BASE + s.port;
                     clone_rd();
                 }
                 write_packets();
