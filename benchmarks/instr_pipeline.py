@@ -8,9 +8,10 @@ paced sender puts a fixed number of the benchmark's data frames into port 1,
 slowly enough that nothing queues or drops (valgrind slows BMv2 some 50x),
 and the counts are dumped: instructions over that window divided by the
 frames that came out of port 2. The window also holds the switch's idle
-threads, a small constant; --top lists the functions with the most
-instructions per packet (inclusive), to see where they go. Needs root,
-simple_switch_grpc and valgrind.
+threads, a small constant. With no-<feature> configurations (fairgate.p4
+compiled with -DFG_NO_<FEATURE>, as bench_pipeline --features) it prints
+what each feature costs a packet. Needs root, simple_switch_grpc and
+valgrind.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -45,18 +45,15 @@ for i in range(n):
 
 
 class CallgrindSwitch(NetnsSwitch):
-    """NetnsSwitch whose simple_switch_grpc runs under callgrind, not collecting
-    until zeroed (callgrind_control)."""
-
-    out_file: Path = Path("/dev/null")
+    """NetnsSwitch whose simple_switch_grpc runs under callgrind; its counts
+    are zeroed and dumped with callgrind_control (into log_dir)."""
 
     def start_switch(self) -> None:
         real = shutil.which(self.switch_bin) or self.switch_bin
         wrapper = self.log_dir / "switch-under-callgrind"
-        self.out_file = self.log_dir / "callgrind.out"
+        out = self.log_dir / "callgrind.out"
         wrapper.write_text(
-            "#!/bin/sh\nexec valgrind --tool=callgrind --collect-atstart=yes "
-            f'--callgrind-out-file={self.out_file}.%p {real} "$@"\n'
+            f'#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file={out}.%p {real} "$@"\n'
         )
         wrapper.chmod(0o755)
         self.switch_bin = str(wrapper)
@@ -75,39 +72,26 @@ def total_instructions(out: Path) -> int:
     raise ValueError(f"no totals in {out}")
 
 
-def measure(config: str, build: Build, packets: int, rate: float, top: int, tmp: Path) -> float:
+def send(sw: NetnsSwitch, config: str, packets: int, rate: float) -> None:
+    """`packets` of the benchmark's frames into port 1, `rate` a second."""
+    frame_hex = frame(config).hex()
+    cmd = [sys.executable, "-c", PACED_SENDER, sw.host_intf(1), frame_hex, str(packets), str(rate)]
+    sw.run_in_ns(cmd)
+
+
+def measure(config: str, build: Build, packets: int, rate: float, tmp: Path) -> float:
     with CallgrindSwitch(log_dir=tmp / config, ports=2, cpus="1") as sw:
         with SyncSwitch(sw.grpc_address, build.p4info, build.json, name=build.program) as p4:
             configure(p4, config, build.tables())
         assert sw.proc is not None
-        # warm up (first packets touch cold paths), then count a clean window
-        sw.run_in_ns(
-            [
-                sys.executable,
-                "-c",
-                PACED_SENDER,
-                sw.host_intf(1),
-                frame(config).hex(),
-                "20",
-                str(rate),
-            ]
-        )
+        # warm up (first packets touch cold paths), then count a clean window;
+        # valgrind runs as the switch's pid (taskset and the wrapper exec it)
+        send(sw, config, 20, rate)
         time.sleep(1.0)
-        # valgrind runs as the wrapper's pid (exec)
         pid = sw.proc.pid
         rx0 = sw.rx_packets(2)
         callgrind_control("--zero", pid=pid)
-        sw.run_in_ns(
-            [
-                sys.executable,
-                "-c",
-                PACED_SENDER,
-                sw.host_intf(1),
-                frame(config).hex(),
-                str(packets),
-                str(rate),
-            ]
-        )
+        send(sw, config, packets, rate)
         time.sleep(2.0)
         rx1 = sw.rx_packets(2)
         for old in tmp.glob(f"{config}/callgrind.out.*"):
@@ -119,19 +103,6 @@ def measure(config: str, build: Build, packets: int, rate: float, top: int, tmp:
         forwarded = rx1 - rx0
         per_pkt = total_instructions(dump) / forwarded if forwarded else float("nan")
         print(f"{config:<14} forwarded {forwarded}/{packets}  instructions/pkt {per_pkt:,.0f}")
-        if top:
-            ann = subprocess.run(
-                ["callgrind_annotate", str(dump)], capture_output=True, text=True, check=True
-            ).stdout
-            shown = 0
-            for line in ann.splitlines():
-                m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)", line)
-                if m and shown < top and "PROGRAM TOTALS" not in line:
-                    print(
-                        f"    {int(m.group(1).replace(',', '')) / forwarded:>10,.0f}  "
-                        f"{m.group(2)[:150]}"
-                    )
-                    shown += 1
         return per_pkt
 
 
@@ -145,7 +116,6 @@ def main() -> int:
         help="fairgate.p4 compiled elsewhere: PREFIX.json and PREFIX.p4info.txtpb",
     )
     parser.add_argument("--keep", type=Path, help="keep the callgrind dumps in this folder")
-    parser.add_argument("--top", type=int, default=0, help="functions to list (self cost)")
     parser.add_argument(
         "configs",
         nargs="*",
@@ -157,7 +127,7 @@ def main() -> int:
     if os.geteuid() != 0 or shutil.which("valgrind") is None:
         print("needs root and valgrind")
         return 1
-    result = {}
+    result: dict[str, tuple[float, int, int]] = {}
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = args.keep or Path(tmp_s)
         for config in args.configs:
@@ -174,12 +144,22 @@ def main() -> int:
             else:
                 build = committed(config)
             assert config in ("forward", "fairgate", "fairgate-xcp") or config[3:] in FEATURES
-            result[config] = measure(config, build, args.packets, args.rate, args.top, tmp)
+            per_pkt = measure(config, build, args.packets, args.rate, tmp)
+            result[config] = (per_pkt, build.metadata_fields(), build.headers())
+    print(f"{'pipeline':<14} {'fields':>6} {'headers':>7} {'instructions/pkt':>17}")
+    for config, (per_pkt, fields, headers) in result.items():
+        line = f"{config:<14} {fields:>6} {headers:>7}"
+        print(f"{line} {per_pkt:>17,.0f}")
     if "forward" in result and "fairgate" in result:
-        print(
-            f"ratio forward/fairgate by instructions per packet: "
-            f"{result['forward'] / result['fairgate']:.3f}"
-        )
+        fwd, fg = result["forward"][0], result["fairgate"][0]
+        print(f"ratio forward/fairgate by instructions per packet: {fwd / fg:.3f}")
+        for config, (per_pkt, _, _) in result.items():
+            if config.startswith("no-"):
+                delta = fg - per_pkt
+                print(
+                    f"{config[3:]:<10} costs {delta:+9,.0f} instructions/pkt "
+                    f"({100 * delta / fwd:+.1f}% of forward)"
+                )
     return 0
 
 
