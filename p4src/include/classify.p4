@@ -66,11 +66,9 @@ control L4Classify(inout headers_t hdr,
         bool fragment = hdr.ipv4.frag_offset != 0 || (hdr.ipv4.flags & 3w1) != 0;
         /* Bytes past the IPv4 total length (sanity.p4 dropped frames
          * shorter than it); Ethernet padding up to the minimum frame is not
-         * counted. */
-        if (standard_metadata.packet_length != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES
-            && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
-            note(FG_ANOMALY_TRAILING_BYTES);
-        }
+         * counted. A rate-header frame is always longer than that. */
+        bool trailing = standard_metadata.packet_length
+                        != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES;
         if (hdr.fg.isValid() && (hdr.ipv4.flags & 3w1) == 0) {
             /* The parser extracts fg only from UDP to or from FG_UDP_PORT
              * whose length is the IPv4 payload's, and with no fragment
@@ -79,31 +77,39 @@ control L4Classify(inout headers_t hdr,
              * rate-header datagram: the checks below pick its anomaly, the
              * first for the commonest case, data that is well formed. */
             if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.version == FG_VERSION
-                && hdr.fg.rate_kbps != 0 && meta.anomaly != FG_ANOMALY_TRAILING_BYTES) {
+                && hdr.fg.rate_kbps != 0 && !trailing) {
                 stampable();
                 if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
                     note(FG_ANOMALY_FG_RATE_UNLIMITED);
                 }
-            } else if (hdr.fg.version != FG_VERSION) {
-                note(FG_ANOMALY_FG_BAD_VERSION);
-            } else if (hdr.fg.kind == 0 || hdr.fg.kind > FG_KIND_MAX) {
-                note(FG_ANOMALY_FG_BAD_KIND);
-            } else if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == 0) {
-                note(FG_ANOMALY_FG_RATE_ZERO);
-            } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
-                       && !hdr.fg_rd.isValid()) {
-                note(FG_ANOMALY_FG_RD_TRUNCATED);
-            } else if ((hdr.fg.kind == FG_KIND_XCP_DATA || hdr.fg.kind == FG_KIND_XCP_ACK)
-                       && !hdr.fg_xcp.isValid()) {
-                note(FG_ANOMALY_FG_XCP_TRUNCATED);
-            } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
-                /* noted above (a rate-header frame is always longer than
-                 * FG_ETH_MIN_FRAME_BYTES) and not overwritten since */
             } else {
-                /* well formed, not data: kind 2..8 */
-                stampable();
+                if (trailing) {
+                    note(FG_ANOMALY_TRAILING_BYTES);
+                }
+                if (hdr.fg.version != FG_VERSION) {
+                    note(FG_ANOMALY_FG_BAD_VERSION);
+                } else if (hdr.fg.kind == 0 || hdr.fg.kind > FG_KIND_MAX) {
+                    note(FG_ANOMALY_FG_BAD_KIND);
+                } else if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == 0) {
+                    note(FG_ANOMALY_FG_RATE_ZERO);
+                } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
+                           && !hdr.fg_rd.isValid()) {
+                    note(FG_ANOMALY_FG_RD_TRUNCATED);
+                } else if ((hdr.fg.kind == FG_KIND_XCP_DATA || hdr.fg.kind == FG_KIND_XCP_ACK)
+                           && !hdr.fg_xcp.isValid()) {
+                    note(FG_ANOMALY_FG_XCP_TRUNCATED);
+                } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
+                    /* noted above (a rate-header frame is always longer than
+                     * FG_ETH_MIN_FRAME_BYTES) and not overwritten since */
+                } else {
+                    /* well formed, not data: kind 2..8 */
+                    stampable();
+                }
             }
         } else {
+            if (trailing && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
+                note(FG_ANOMALY_TRAILING_BYTES);
+            }
             if (hdr.tcp.isValid()
                 && (hdr.tcp.data_offset < 5
                     || ((bit<16>)hdr.tcp.data_offset << 2)
