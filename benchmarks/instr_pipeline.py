@@ -150,16 +150,15 @@ def main() -> int:
     for config, (per_pkt, fields, headers) in result.items():
         line = f"{config:<14} {fields:>6} {headers:>7}"
         print(f"{line} {per_pkt:>17,.0f}")
-    if "forward" in result and "fairgate" in result:
-        fwd, fg = result["forward"][0], result["fairgate"][0]
+    fwd = result["forward"][0] if "forward" in result else None
+    fg = result["fairgate"][0] if "fairgate" in result else None
+    if fwd and fg:
         print(f"ratio forward/fairgate by instructions per packet: {fwd / fg:.3f}")
-        for config, (per_pkt, _, _) in result.items():
-            if config.startswith("no-"):
-                delta = fg - per_pkt
-                print(
-                    f"{config[3:]:<10} costs {delta:+9,.0f} instructions/pkt "
-                    f"({100 * delta / fwd:+.1f}% of forward)"
-                )
+    for config, (per_pkt, _, _) in result.items():
+        if fg and config.startswith("no-"):
+            delta = fg - per_pkt
+            share = f" ({100 * delta / fwd:+.1f}% of forward)" if fwd else ""
+            print(f"{config[3:]:<10} costs {delta:+9,.0f} instructions/pkt{share}")
     return 0
 
 
