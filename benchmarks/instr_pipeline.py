@@ -133,16 +133,14 @@ def main() -> int:
         for config in args.configs:
             if config.startswith("no-"):
                 build = compile_variant(config[3:], tmp)
-            elif config == "fairgate-xcp":
-                build = committed("fairgate")
-            elif config == "fairgate" and args.build:
+            elif config in ("fairgate", "fairgate-xcp") and args.build:
                 build = Build(
                     "fairgate",
                     args.build.with_suffix(".p4info.txtpb"),
                     args.build.with_suffix(".json"),
                 )
             else:
-                build = committed(config)
+                build = committed("fairgate" if config == "fairgate-xcp" else config)
             assert config in ("forward", "fairgate", "fairgate-xcp") or config[3:] in FEATURES
             per_pkt = measure(config, build, args.packets, args.rate, tmp)
             result[config] = (per_pkt, build.metadata_fields(), build.headers())

@@ -51,6 +51,27 @@ control XcpFeedback(inout headers_t hdr,
      * is the ratio key, then the histogram index. */
     xcp_scratch_t x;
 
+    /* RFC 1624 eqn. 3 over the two 16-bit halves of H_feedback: the old value
+     * is still in the header, the new one (fb) in meta.index, ~HC already in
+     * meta.fg_csum_words (RateHeaderChecksum never runs on XCP data). The sum
+     * is built step by step there, in an action so that the zero result is a
+     * select. A variable an action writes before it reads it p4c substitutes
+     * into every later statement (a local, a local header's field, or a
+     * metadata field alike): BMv2 then evaluated the five-term sum four times
+     * over. So the first statement here reads the field it writes. */
+    @hidden
+    action fold_checksum() {
+        meta.fg_csum_words = meta.fg_csum_words
+                             + (32w0xffff - (hdr.fg_xcp.feedback >> 16))
+                             + (32w0xffff - (hdr.fg_xcp.feedback & 0xffff))
+                             + (meta.index >> 16) + (meta.index & 0xffff);
+        meta.fg_csum_words = (meta.fg_csum_words & 0xffff) + (meta.fg_csum_words >> 16);
+        /* at most 0xffff + 3 now: one more carry at most */
+        meta.fg_csum_words = meta.fg_csum_words + (meta.fg_csum_words >> 16);
+        hdr.udp.checksum = ((bit<16>)meta.fg_csum_words == 0xffff)
+                           ? 16w0xffff : ~((bit<16>)meta.fg_csum_words);
+    }
+
     @name(".xcp_ratio_hist")
     counter(FG_XCP_HIST_ENTRIES, CounterType.packets_and_bytes) xcp_ratio_hist;
 
@@ -190,24 +211,15 @@ control XcpFeedback(inout headers_t hdr,
                         x.neg = 0;
                     }
                 }
-                /* both below 2^31: the difference fits a signed 32-bit value */
-                int<32> fb = (int<32>)x.pos - (int<32>)x.neg;
-                if (fb < (int<32>)hdr.fg_xcp.feedback) {
-                    /* RFC 1624 eqn. 3 over the two 16-bit halves of H_feedback
-                     * (the old value is still in the header) */
+                /* both below 2^31: the difference fits a signed 32-bit value;
+                 * fb is kept in meta.index (free here) */
+                meta.index = x.pos - x.neg;
+                if ((int<32>)meta.index < (int<32>)hdr.fg_xcp.feedback) {
                     if (hdr.udp.checksum != 0) {
-                        bit<32> sum = (bit<32>)(~hdr.udp.checksum)
-                                      + (32w0xffff - (hdr.fg_xcp.feedback >> 16))
-                                      + (32w0xffff - (hdr.fg_xcp.feedback & 0xffff))
-                                      + ((bit<32>)fb >> 16) + ((bit<32>)fb & 0xffff);
-                        sum = (sum & 0xffff) + (sum >> 16);
-                        sum = (sum & 0xffff) + (sum >> 16);
-                        hdr.udp.checksum = ~((bit<16>)sum);
-                        if (hdr.udp.checksum == 0) {
-                            hdr.udp.checksum = 0xffff;
-                        }
+                        meta.fg_csum_words = (bit<32>)(~hdr.udp.checksum);
+                        fold_checksum();
                     }
-                    hdr.fg_xcp.feedback = (bit<32>)fb;
+                    hdr.fg_xcp.feedback = meta.index;
                 }
             }
         }
