@@ -91,6 +91,12 @@ class Build:
         sizes = {t["name"]: len(t["fields"]) for t in doc["header_types"]}
         return sum(sizes[h["header_type"]] for h in doc["headers"] if h["metadata"])
 
+    def headers(self) -> int:
+        """Header instances: BMv2 marks each invalid for every packet (one
+        validity field each); scratch kept in local headers costs this."""
+        doc = json.loads(self.json.read_text())
+        return sum(1 for h in doc["headers"] if not h["metadata"])
+
     def tables(self) -> set[str]:
         """Names of the program's tables (P4Info preamble names)."""
         text = self.p4info.read_text()
@@ -257,6 +263,7 @@ def main() -> int:
                 builds[f"no-{feature}"] = compile_variant(feature, Path(tmp))
                 runs[f"no-{feature}"] = []
         fields = {config: build.metadata_fields() for config, build in builds.items()}
+        headers = {config: build.headers() for config, build in builds.items()}
         for _ in range(args.runs):
             for config, build in builds.items():
                 runs[config].append(one_run(config, build, args.seconds, Path(tmp)))
@@ -265,11 +272,13 @@ def main() -> int:
     cpu = {p: statistics.median(r["cpu_us_per_pkt"] for r in rs) for p, rs in runs.items()}
     ratio = med["fairgate"] / med["forward"] if med["forward"] else 0.0
     cpu_ratio = cpu["forward"] / cpu["fairgate"] if cpu["fairgate"] else 0.0
-    head = f"{'pipeline':<14} {'fields':>6} {'offered pps':>12} {'forwarded pps':>14}"
+    head = (
+        f"{'pipeline':<14} {'fields':>6} {'headers':>7} {'offered pps':>12} {'forwarded pps':>14}"
+    )
     print(f"{head} {'cpu us/pkt':>11}  runs")
     for p in runs:
         each = ", ".join(f"{r['forwarded_pps']:.0f}" for r in runs[p])
-        line = f"{p:<14} {fields[p]:>6} {offered[p]:>12.0f} {med[p]:>14.0f}"
+        line = f"{p:<14} {fields[p]:>6} {headers[p]:>7} {offered[p]:>12.0f} {med[p]:>14.0f}"
         print(f"{line} {cpu[p]:>11.1f}  {each}")
     print(f"ratio fairgate/forward: {ratio:.3f} forwarded pps (goal >= 0.90), ", end="")
     print(f"{cpu_ratio:.3f} by CPU per packet")
@@ -302,6 +311,7 @@ def main() -> int:
             "cpu_ratio_forward_over_fairgate": cpu_ratio,
             "feature_costs": features,
             "metadata_fields": fields,
+            "headers": headers,
             "switch": shutil.which(switch),
         },
         args.out,

@@ -60,21 +60,25 @@ control FgIngress(inout headers_t hdr,
         }
         if (meta.dropped == 0) {
             if (standard_metadata.egress_spec < FG_MAX_PORTS) {
-#ifndef FG_NO_FICCRD
+                /* Nested so that other traffic (UDP) passes one condition
+                 * here: each costs on BMv2 (docs/performance.md "Pipeline"). */
                 if (hdr.tcp.isValid() || hdr.fg_rd.isValid()) {
+#ifndef FG_NO_FICCRD
                     ficcrd.apply(hdr, meta, standard_metadata);
-                }
 #endif
 #ifndef FG_NO_ADMISSION
-                if (hdr.tcp.isValid()) {
-                    admission.apply(hdr, meta, standard_metadata);
-                }
+                    if (hdr.tcp.isValid()) {
+                        admission.apply(hdr, meta, standard_metadata);  /* may drop a SYN */
+                    }
 #endif
 #ifndef FG_NO_TELEMETRY
-                if (meta.dropped == 0) {
+                    if (meta.dropped == 0) {
+                        arrivals.apply(meta, standard_metadata);
+                    }
+                } else {
                     arrivals.apply(meta, standard_metadata);
-                }
 #endif
+                }
             } else if (meta.anomaly == FG_ANOMALY_NONE) {
                 meta.anomaly = FG_ANOMALY_PORT_NOT_COUNTED;
             }

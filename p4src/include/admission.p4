@@ -18,16 +18,15 @@ control SynAdmission(inout headers_t hdr,
     @name(".session_events")
     counter(FG_SESSION_ENTRIES, CounterType.packets) session_events;
 
-    /* The session_events index of this packet (first the egress port alone,
-     * which indexes the meter), FG_SESSION_ENTRIES when nothing is counted.
-     * One local, set outside the actions that pass it: on BMv2 each local
-     * and each computed extern argument is a field reset per packet
+    /* meta.index: the session_events index of this packet (first the
+     * egress port alone, which indexes the meter), FG_SESSION_ENTRIES when
+     * nothing is counted. Set outside the actions that pass it: on BMv2 each
+     * local and each computed extern argument is a field reset per packet
      * (docs/performance.md "Pipeline"). */
-    bit<32> event_index;
 
     @name(".gate_syns")
     action gate_syns() {
-        syn_meter.execute_meter(event_index, meta.syn_color);
+        syn_meter.execute_meter(meta.index, meta.syn_color);
     }
 
     @name(".admission_ports")
@@ -45,7 +44,7 @@ control SynAdmission(inout headers_t hdr,
 
     apply {
         /* The event index is taken before a drop: mark_to_drop rewrites egress_spec. */
-        event_index = (bit<32>)standard_metadata.egress_spec;
+        meta.index = (bit<32>)standard_metadata.egress_spec;
         meta.syn_color = FG_METER_GREEN;
         if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN))
             == TCP_FLAG_SYN) {
@@ -53,25 +52,25 @@ control SynAdmission(inout headers_t hdr,
                 if (meta.syn_color == FG_METER_RED) {
                     mark_to_drop(standard_metadata);
                     meta.dropped = 1;
-                    event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_DROPPED;
+                    meta.index = (meta.index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_DROPPED;
                 } else {
-                    event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_ADMITTED;
+                    meta.index = (meta.index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_ADMITTED;
                 }
             } else {
-                event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_UNGATED;
+                meta.index = (meta.index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYN_UNGATED;
             }
         } else if ((hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST | TCP_FLAG_FIN))
                    == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-            event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYNACK;
+            meta.index = (meta.index << FG_SESSION_EVENT_BITS) | FG_EVENT_SYNACK;
         } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
-            event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_RST;
+            meta.index = (meta.index << FG_SESSION_EVENT_BITS) | FG_EVENT_RST;
         } else if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {
-            event_index = (event_index << FG_SESSION_EVENT_BITS) | FG_EVENT_FIN;
+            meta.index = (meta.index << FG_SESSION_EVENT_BITS) | FG_EVENT_FIN;
         } else {
-            event_index = FG_SESSION_ENTRIES;
+            meta.index = FG_SESSION_ENTRIES;
         }
-        if (event_index != FG_SESSION_ENTRIES) {
-            session_events.count(event_index);
+        if (meta.index != FG_SESSION_ENTRIES) {
+            session_events.count(meta.index);
         }
     }
 }

@@ -48,75 +48,101 @@ control L4Classify(inout headers_t hdr,
         meta.anomaly = reason;
     }
 
+    /* A well-formed rate header: stampable, and the words a switch may
+     * rewrite as they arrived (RateHeaderChecksum). Two call sites, one
+     * action. */
+    @hidden action stampable() {
+        meta.fg_stampable = 1;
+        meta.fg_csum_words = (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
+                             + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
+    }
+
     apply {
         /* Conditions only, no locals: on BMv2 a local is a field reset per
-         * packet and a statement between conditions a hidden table apply
-         * (docs/performance.md "Pipeline"). */
+         * packet, a statement between conditions a hidden table apply, and
+         * every operator of a condition costs (docs/performance.md
+         * "Pipeline"). So a rate-header datagram, the traffic every switch
+         * carries, takes a short path of its own. */
         bool fragment = hdr.ipv4.frag_offset != 0 || (hdr.ipv4.flags & 3w1) != 0;
         /* Bytes past the IPv4 total length (sanity.p4 dropped frames
          * shorter than it); Ethernet padding up to the minimum frame is not
-         * counted. */
-        if (standard_metadata.packet_length != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES
-            && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
-            note(FG_ANOMALY_TRAILING_BYTES);
-        }
-        if (hdr.tcp.isValid()
-            && (hdr.tcp.data_offset < 5
-                || ((bit<16>)hdr.tcp.data_offset << 2)
-                   > hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2))) {
-            reject(FG_ANOMALY_TCP_BAD_OFFSET);
-        } else if (fragment) {
-            note(FG_ANOMALY_IPV4_FRAGMENT);
-        } else if (hdr.udp.isValid()
-                   && hdr.udp.length != hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
-            note(FG_ANOMALY_UDP_BAD_LENGTH);  /* the parser left its payload alone */
-        } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
-            note(FG_ANOMALY_L4_TRUNCATED);
-        } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
-            note(FG_ANOMALY_L4_TRUNCATED);
-        }
-
-        if (hdr.tcp.isValid() && (hdr.tcp.flags & TCP_FLAG_SYN) != 0 && meta.dropped == 0) {
-            if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {
-                reject(FG_ANOMALY_TCP_SYN_FIN);
-            } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
-                reject(FG_ANOMALY_TCP_SYN_RST);
-            }
-        }
-
-        /* A rate-header datagram: a UDP port is FG_UDP_PORT, not a fragment,
-         * and the UDP length is the IPv4 payload length (otherwise the
-         * parser left its payload alone). meta.fg_stampable starts at 0. */
-        if (hdr.udp.isValid()
-            && (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT)
-            && !fragment
-            && hdr.udp.length == hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
-            if (!hdr.fg.isValid()) {
-                note(FG_ANOMALY_FG_TRUNCATED);
-            } else if (hdr.fg.version != FG_VERSION) {
-                note(FG_ANOMALY_FG_BAD_VERSION);
-            } else if (hdr.fg.kind == 0 || hdr.fg.kind > FG_KIND_MAX) {
-                note(FG_ANOMALY_FG_BAD_KIND);
-            } else if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == 0) {
-                note(FG_ANOMALY_FG_RATE_ZERO);
-            } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
-                       && !hdr.fg_rd.isValid()) {
-                note(FG_ANOMALY_FG_RD_TRUNCATED);
-            } else if ((hdr.fg.kind == FG_KIND_XCP_DATA || hdr.fg.kind == FG_KIND_XCP_ACK)
-                       && !hdr.fg_xcp.isValid()) {
-                note(FG_ANOMALY_FG_XCP_TRUNCATED);
-            } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
-                /* noted above (a rate-header frame is always longer than
-                 * FG_ETH_MIN_FRAME_BYTES) and not overwritten since: nothing
-                 * between that note and here applies to a stampable datagram */
-            } else {
-                meta.fg_stampable = 1;
-                /* The words a switch may rewrite, as they arrived (RateHeaderChecksum). */
-                meta.fg_csum_words = (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
-                                     + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
-                if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
+         * counted. A rate-header frame is always longer than that. */
+        bool trailing = standard_metadata.packet_length
+                        != (bit<32>)hdr.ipv4.total_len + FG_ETH_HEADER_BYTES;
+        if (hdr.fg.isValid() && (hdr.ipv4.flags & 3w1) == 0) {
+            /* The parser extracts fg only from UDP to or from FG_UDP_PORT
+             * whose length is the IPv4 payload's, and with no fragment
+             * offset; without MF it is no fragment either. So none of the
+             * L4 checks of the other branch applies, and the datagram is a
+             * rate-header datagram: the checks below pick its anomaly, the
+             * first for the commonest case, data that is well formed. */
+            if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.version == FG_VERSION
+                && hdr.fg.rate_kbps != 0 && !trailing) {
+                stampable();
+                if (hdr.fg.rate_kbps == FG_RATE_UNLIMITED) {
                     note(FG_ANOMALY_FG_RATE_UNLIMITED);
                 }
+            } else {
+                if (trailing) {
+                    note(FG_ANOMALY_TRAILING_BYTES);
+                }
+                if (hdr.fg.version != FG_VERSION) {
+                    note(FG_ANOMALY_FG_BAD_VERSION);
+                } else if (hdr.fg.kind == 0 || hdr.fg.kind > FG_KIND_MAX) {
+                    note(FG_ANOMALY_FG_BAD_KIND);
+                } else if (hdr.fg.kind == FG_KIND_DATA && hdr.fg.rate_kbps == 0) {
+                    note(FG_ANOMALY_FG_RATE_ZERO);
+                } else if ((hdr.fg.kind == FG_KIND_RD_FORWARD || hdr.fg.kind == FG_KIND_RD_BACKWARD)
+                           && !hdr.fg_rd.isValid()) {
+                    note(FG_ANOMALY_FG_RD_TRUNCATED);
+                } else if ((hdr.fg.kind == FG_KIND_XCP_DATA || hdr.fg.kind == FG_KIND_XCP_ACK)
+                           && !hdr.fg_xcp.isValid()) {
+                    note(FG_ANOMALY_FG_XCP_TRUNCATED);
+                } else if (meta.anomaly == FG_ANOMALY_TRAILING_BYTES) {
+                    /* noted above (a rate-header frame is always longer than
+                     * FG_ETH_MIN_FRAME_BYTES) and not overwritten since */
+                } else {
+                    /* well formed, not data: kind 2..8 */
+                    stampable();
+                }
+            }
+        } else {
+            if (trailing && standard_metadata.packet_length > FG_ETH_MIN_FRAME_BYTES) {
+                note(FG_ANOMALY_TRAILING_BYTES);
+            }
+            if (hdr.tcp.isValid()
+                && (hdr.tcp.data_offset < 5
+                    || ((bit<16>)hdr.tcp.data_offset << 2)
+                       > hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2))) {
+                reject(FG_ANOMALY_TCP_BAD_OFFSET);
+            } else if (fragment) {
+                note(FG_ANOMALY_IPV4_FRAGMENT);
+            } else if (hdr.udp.isValid()
+                       && hdr.udp.length != hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
+                note(FG_ANOMALY_UDP_BAD_LENGTH);  /* the parser left its payload alone */
+            } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
+                note(FG_ANOMALY_L4_TRUNCATED);
+            } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
+                note(FG_ANOMALY_L4_TRUNCATED);
+            }
+
+            if (hdr.tcp.isValid() && (hdr.tcp.flags & TCP_FLAG_SYN) != 0 && meta.dropped == 0) {
+                if ((hdr.tcp.flags & TCP_FLAG_FIN) != 0) {
+                    reject(FG_ANOMALY_TCP_SYN_FIN);
+                } else if ((hdr.tcp.flags & TCP_FLAG_RST) != 0) {
+                    reject(FG_ANOMALY_TCP_SYN_RST);
+                }
+            }
+
+            /* UDP to or from FG_UDP_PORT, not a fragment, the UDP length the
+             * IPv4 payload length, and still no rate header (fg is invalid
+             * here, or MF is set and this is a fragment): the parser found
+             * no room for it. meta.fg_stampable starts at 0. */
+            if (hdr.udp.isValid()
+                && (hdr.udp.dst_port == FG_UDP_PORT || hdr.udp.src_port == FG_UDP_PORT)
+                && !fragment
+                && hdr.udp.length == hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2)) {
+                note(FG_ANOMALY_FG_TRUNCATED);
             }
         }
     }

@@ -187,6 +187,11 @@ struct metadata_t {
     bit<16> fc_dpf;
     bit<1>  fc_above_q0;
     bit<32> fc_queue_depth;
+    /* The index of the next counter update: every count (and the SYN meter)
+     * takes it from here. An index computed in the call is a temporary p4c
+     * makes per call site, one more field BMv2 resets per packet
+     * (docs/performance.md "Pipeline"). xcp_ratio_buckets keys on it too. */
+    bit<32> index;
     /* XCP (xcp.p4): bucket of log2(rtt/cwnd) chosen by xcp_ratio_buckets. */
     bit<8>  xcp_bucket;
 }

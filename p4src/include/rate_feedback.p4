@@ -18,15 +18,18 @@ control RateFeedback(inout headers_t hdr,
                      in standard_metadata_t standard_metadata) {
     /* The stamping is done in the action (straight-line selects, no
      * branches): on BMv2 a hidden table per branch cost more than the
-     * compares (docs/performance.md "Pipeline"). */
+     * compares, and every operator of an expression costs too
+     * (docs/performance.md "Pipeline"). The rate header is marked rewritten
+     * whether or not a word changed: RateHeaderChecksum's incremental update
+     * leaves the checksum exactly as it was when no word changed, and that
+     * costs less than working out whether one did. */
     @name(".set_port_feedback")
     action set_port_feedback(bit<32> fair_rate_kbps, bit<1> congested) {
-        meta.fg_rewritten = meta.fg_rewritten
-            | (bit<1>)(fair_rate_kbps != 0 && hdr.fg.rate_kbps > fair_rate_kbps)
-            | (bit<1>)(congested == 1 && (hdr.fg.flags & FG_FLAG_CONGESTED) == 0);
+        meta.fg_rewritten = 1;
         hdr.fg.rate_kbps = (fair_rate_kbps != 0 && hdr.fg.rate_kbps > fair_rate_kbps)
                            ? fair_rate_kbps : hdr.fg.rate_kbps;
-        hdr.fg.flags = (congested == 1) ? (hdr.fg.flags | FG_FLAG_CONGESTED) : hdr.fg.flags;
+        /* FG_FLAG_CONGESTED is bit 0 */
+        hdr.fg.flags = hdr.fg.flags | (bit<8>)congested;
     }
 
     @name(".port_feedback")
@@ -64,18 +67,27 @@ control RateFeedback(inout headers_t hdr,
  * wrong stays exactly as wrong (end to end). A result of 0 is sent as 0xFFFF
  * (RFC 768: 0 means "no checksum"); a datagram sent without a checksum (0)
  * keeps none. */
-control RateHeaderChecksum(inout headers_t hdr, in metadata_t meta) {
+control RateHeaderChecksum(inout headers_t hdr, inout metadata_t meta) {
+    /* The sum is built in meta.fg_csum_words (its last use) step by step:
+     * with a local, p4c substitutes each statement into the next, and BMv2
+     * evaluated the six-term sum four times over. In an action, so that the
+     * zero test is a select (in the apply block p4c makes it a branch, with
+     * a temporary and three hidden tables). */
+    @hidden
+    action fold_checksum() {
+        meta.fg_csum_words = (bit<32>)(~hdr.udp.checksum) + (32w0x3fffc - meta.fg_csum_words)
+                             + (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
+                             + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
+        meta.fg_csum_words = (meta.fg_csum_words & 0xffff) + (meta.fg_csum_words >> 16);
+        /* at most 0xffff + 7 now: one more carry at most */
+        meta.fg_csum_words = meta.fg_csum_words + (meta.fg_csum_words >> 16);
+        hdr.udp.checksum = ((bit<16>)meta.fg_csum_words == 0xffff)
+                           ? 16w0xffff : ~((bit<16>)meta.fg_csum_words);
+    }
+
     apply {
         if (meta.fg_rewritten == 1 && hdr.udp.checksum != 0) {
-            bit<32> sum = (bit<32>)(~hdr.udp.checksum) + (32w0x3fffc - meta.fg_csum_words)
-                          + (hdr.fg.rate_kbps >> 16) + (hdr.fg.rate_kbps & 0xffff)
-                          + ((bit<32>)hdr.fg.flags << 8) + (bit<32>)hdr.fg.kind;
-            sum = (sum & 0xffff) + (sum >> 16);
-            sum = (sum & 0xffff) + (sum >> 16);
-            hdr.udp.checksum = ~((bit<16>)sum);
-            if (hdr.udp.checksum == 0) {
-                hdr.udp.checksum = 0xffff;
-            }
+            fold_checksum();
         }
     }
 }

@@ -56,13 +56,21 @@ control InputSanity(inout headers_t hdr,
 
 /* One count per packet, for its decisive reason (hardware allows one access
  * per counter array per packet). Applied last in ingress. */
-control AnomalyCount(in metadata_t meta) {
+control AnomalyCount(inout metadata_t meta) {
     @name(".input_anomalies")
     counter(FG_ANOMALY_ENTRIES, CounterType.packets) input_anomalies;
 
+    /* The index is set outside the action: computed in it, p4c would pass
+     * the counter a temporary (a field BMv2 resets for every packet,
+     * docs/performance.md "Pipeline"); meta.index is shared. */
+    @hidden action count_anomaly() {
+        input_anomalies.count(meta.index);
+    }
+
     apply {
         if (meta.anomaly != FG_ANOMALY_NONE) {
-            input_anomalies.count((bit<32>)meta.anomaly);
+            meta.index = (bit<32>)meta.anomaly;
+            count_anomaly();
         }
     }
 }

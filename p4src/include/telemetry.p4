@@ -22,13 +22,20 @@
 
 #include "headers.p4"
 
-control ArrivalTelemetry(in metadata_t meta,
+control ArrivalTelemetry(inout metadata_t meta,
                          in standard_metadata_t standard_metadata) {
     @name(".port_arrivals")
     counter(FG_MAX_PORTS, CounterType.packets_and_bytes) port_arrivals;
 
+    /* The index is set outside the action: computed in the call, p4c would
+     * make a temporary per call site (a field BMv2 resets per packet). */
+    @hidden action count_arrival() {
+        port_arrivals.count(meta.index);
+    }
+
     apply {
-        port_arrivals.count((bit<32>)standard_metadata.egress_spec);
+        meta.index = (bit<32>)standard_metadata.egress_spec;
+        count_arrival();
     }
 }
 

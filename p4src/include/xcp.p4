@@ -32,28 +32,53 @@
 
 #include "headers.p4"
 
+/* XcpFeedback's scratch (a header: see there). */
+header xcp_scratch_t {
+    bit<16> lg_xi_p;  /* the port's factors (set_xcp_factors) */
+    bit<16> lg_xi_n;
+    bit<8>  frac;     /* the key of the mantissa tables */
+    bit<32> pos;      /* the positive term's mantissa, then the term */
+    bit<32> neg;      /* the negative term's mantissa, then the term */
+}
+
 control XcpFeedback(inout headers_t hdr,
                     inout metadata_t meta,
                     in standard_metadata_t standard_metadata) {
-    /* On BMv2 every local is a field reset for every packet, XCP or not
-     * (docs/performance.md "Pipeline"), so there are few and they are
-     * reused: frac keys both mantissa tables in turn, each term is computed
-     * in its mantissa's variable, ratio_key ends as the histogram index. */
-    /* the port's factors (set_xcp_factors) */
-    bit<16> port_lg_xi_p = FG_XCP_LG_NONE;
-    bit<16> port_lg_xi_n = FG_XCP_LG_NONE;
-    bit<32> ratio_key;
-    bit<8>  frac;
-    bit<32> pos_mantissa = 0;  /* then pos, the positive term */
-    bit<32> neg_mantissa = 0;  /* then neg, the negative term */
+    /* Scratch in a header, x: on BMv2 every local is a metadata field, reset
+     * for every packet, XCP or not; a header costs one validity bit
+     * (docs/performance.md "Pipeline"). frac keys both mantissa tables in
+     * turn, each term is computed in its mantissa's field, and meta.index
+     * is the ratio key, then the histogram index. */
+    xcp_scratch_t x;
+
+    /* RFC 1624 eqn. 3 over the two 16-bit halves of H_feedback: the old value
+     * is still in the header, the new one (fb) in meta.index, ~HC already in
+     * meta.fg_csum_words (RateHeaderChecksum never runs on XCP data). The sum
+     * is built step by step there, in an action so that the zero result is a
+     * select. A variable an action writes before it reads it p4c substitutes
+     * into every later statement (a local, a local header's field, or a
+     * metadata field alike): BMv2 then evaluated the five-term sum four times
+     * over. So the first statement here reads the field it writes. */
+    @hidden
+    action fold_checksum() {
+        meta.fg_csum_words = meta.fg_csum_words
+                             + (32w0xffff - (hdr.fg_xcp.feedback >> 16))
+                             + (32w0xffff - (hdr.fg_xcp.feedback & 0xffff))
+                             + (meta.index >> 16) + (meta.index & 0xffff);
+        meta.fg_csum_words = (meta.fg_csum_words & 0xffff) + (meta.fg_csum_words >> 16);
+        /* at most 0xffff + 3 now: one more carry at most */
+        meta.fg_csum_words = meta.fg_csum_words + (meta.fg_csum_words >> 16);
+        hdr.udp.checksum = ((bit<16>)meta.fg_csum_words == 0xffff)
+                           ? 16w0xffff : ~((bit<16>)meta.fg_csum_words);
+    }
 
     @name(".xcp_ratio_hist")
     counter(FG_XCP_HIST_ENTRIES, CounterType.packets_and_bytes) xcp_ratio_hist;
 
     @name(".set_xcp_factors")
     action set_xcp_factors(bit<16> lg_xi_p, bit<16> lg_xi_n) {
-        port_lg_xi_p = lg_xi_p;
-        port_lg_xi_n = lg_xi_n;
+        x.lg_xi_p = lg_xi_p;
+        x.lg_xi_n = lg_xi_n;
     }
 
     @name(".xcp_factors")
@@ -74,16 +99,16 @@ control XcpFeedback(inout headers_t hdr,
         meta.xcp_bucket = bucket;
     }
 
-    /* ratio_key holds the index: computed here, p4c would pass a temporary. */
+    /* meta.index holds the index: computed here, p4c would pass a temporary. */
     @hidden
     action count_ratio() {
-        xcp_ratio_hist.count(ratio_key);
+        xcp_ratio_hist.count(meta.index);
     }
 
     @name(".xcp_ratio_buckets")
     table xcp_ratio_buckets {
         key = {
-            ratio_key : range @name("ratio_key");
+            meta.index : range @name("ratio_key");
         }
         actions = {
             set_xcp_bucket;
@@ -94,19 +119,19 @@ control XcpFeedback(inout headers_t hdr,
 
     @name(".set_pos_mantissa")
     action set_pos_mantissa(bit<32> mantissa) {
-        pos_mantissa = mantissa;
+        x.pos = mantissa;
     }
 
     @name(".set_neg_mantissa")
     action set_neg_mantissa(bit<32> mantissa) {
-        neg_mantissa = mantissa;
+        x.neg = mantissa;
     }
 
     /* 2^(f/256) in Q1.15, one table per term (a table applies once per packet). */
     @name(".xcp_pos_mantissas")
     table xcp_pos_mantissas {
         key = {
-            frac : exact @name("frac");
+            x.frac : exact @name("frac");
         }
         actions = {
             set_pos_mantissa;
@@ -122,7 +147,7 @@ control XcpFeedback(inout headers_t hdr,
     @name(".xcp_neg_mantissas")
     table xcp_neg_mantissas {
         key = {
-            frac : exact @name("frac");
+            x.frac : exact @name("frac");
         }
         actions = {
             set_neg_mantissa;
@@ -137,68 +162,64 @@ control XcpFeedback(inout headers_t hdr,
 
     apply {
         if (meta.fg_stampable == 1 && hdr.fg.kind == FG_KIND_XCP_DATA && hdr.fg.rtt_us != 0) {
+            x.setValid();
+            x.lg_xi_p = FG_XCP_LG_NONE;
+            x.lg_xi_n = FG_XCP_LG_NONE;
+            x.pos = 0;
+            x.neg = 0;
             int<32> lg_pos = (int<32>)(int<16>)hdr.fg_xcp.lg_pos;
             int<32> lg_neg = (int<32>)(int<16>)hdr.fg_xcp.lg_neg;
             if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE) {
-                ratio_key = (bit<32>)(lg_pos - lg_neg) + 32w0x10000;
+                meta.index = (bit<32>)(lg_pos - lg_neg) + 32w0x10000;
                 xcp_ratio_buckets.apply();
-                ratio_key = ((bit<32>)standard_metadata.egress_port << FG_XCP_HIST_BUCKET_BITS)
+                meta.index = ((bit<32>)standard_metadata.egress_port << FG_XCP_HIST_BUCKET_BITS)
                             | ((bit<32>)meta.xcp_bucket & (FG_XCP_HIST_BUCKETS - 1));
                 count_ratio();
             }
             if (xcp_factors.apply().hit) {
                 /* pos = 2^((lg_pos + lg_xi_p) / 256) bytes (0 when either is NONE) */
-                if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && port_lg_xi_p != FG_XCP_LG_NONE) {
-                    int<32> e = lg_pos + (int<32>)(int<16>)port_lg_xi_p;
+                if (hdr.fg_xcp.lg_pos != FG_XCP_LG_NONE && x.lg_xi_p != FG_XCP_LG_NONE) {
+                    int<32> e = lg_pos + (int<32>)(int<16>)x.lg_xi_p;
                     int<32> whole = e >> FG_XCP_LG_FRAC_BITS;
-                    frac = (bit<8>)((bit<32>)e);
+                    x.frac = (bit<8>)((bit<32>)e);
                     xcp_pos_mantissas.apply();
                     if (whole >= FG_XCP_SATURATE_EXP) {
-                        pos_mantissa = FG_XCP_FEEDBACK_UNLIMITED;
+                        x.pos = FG_XCP_FEEDBACK_UNLIMITED;
                     } else if (whole >= FG_XCP_MANTISSA_BITS) {
-                        pos_mantissa = pos_mantissa << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
+                        x.pos = x.pos << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
                     } else if (whole >= -1) {
-                        pos_mantissa = (pos_mantissa + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
+                        x.pos = (x.pos + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
                                        >> (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - whole));
                     } else {
-                        pos_mantissa = 0;
+                        x.pos = 0;
                     }
                 }
                 /* neg = 2^((lg_neg + lg_xi_n) / 256) bytes, the same way */
-                if (hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE && port_lg_xi_n != FG_XCP_LG_NONE) {
-                    int<32> e = lg_neg + (int<32>)(int<16>)port_lg_xi_n;
+                if (hdr.fg_xcp.lg_neg != FG_XCP_LG_NONE && x.lg_xi_n != FG_XCP_LG_NONE) {
+                    int<32> e = lg_neg + (int<32>)(int<16>)x.lg_xi_n;
                     int<32> whole = e >> FG_XCP_LG_FRAC_BITS;
-                    frac = (bit<8>)((bit<32>)e);
+                    x.frac = (bit<8>)((bit<32>)e);
                     xcp_neg_mantissas.apply();
                     if (whole >= FG_XCP_SATURATE_EXP) {
-                        neg_mantissa = FG_XCP_FEEDBACK_UNLIMITED;
+                        x.neg = FG_XCP_FEEDBACK_UNLIMITED;
                     } else if (whole >= FG_XCP_MANTISSA_BITS) {
-                        neg_mantissa = neg_mantissa << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
+                        x.neg = x.neg << (bit<8>)((bit<32>)(whole - FG_XCP_MANTISSA_BITS));
                     } else if (whole >= -1) {
-                        neg_mantissa = (neg_mantissa + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
+                        x.neg = (x.neg + (32w1 << (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - 1 - whole))))
                                        >> (bit<8>)((bit<32>)(FG_XCP_MANTISSA_BITS - whole));
                     } else {
-                        neg_mantissa = 0;
+                        x.neg = 0;
                     }
                 }
-                /* both below 2^31: the difference fits a signed 32-bit value */
-                int<32> fb = (int<32>)pos_mantissa - (int<32>)neg_mantissa;
-                if (fb < (int<32>)hdr.fg_xcp.feedback) {
-                    /* RFC 1624 eqn. 3 over the two 16-bit halves of H_feedback
-                     * (the old value is still in the header) */
+                /* both below 2^31: the difference fits a signed 32-bit value;
+                 * fb is kept in meta.index (free here) */
+                meta.index = x.pos - x.neg;
+                if ((int<32>)meta.index < (int<32>)hdr.fg_xcp.feedback) {
                     if (hdr.udp.checksum != 0) {
-                        bit<32> sum = (bit<32>)(~hdr.udp.checksum)
-                                      + (32w0xffff - (hdr.fg_xcp.feedback >> 16))
-                                      + (32w0xffff - (hdr.fg_xcp.feedback & 0xffff))
-                                      + ((bit<32>)fb >> 16) + ((bit<32>)fb & 0xffff);
-                        sum = (sum & 0xffff) + (sum >> 16);
-                        sum = (sum & 0xffff) + (sum >> 16);
-                        hdr.udp.checksum = ~((bit<16>)sum);
-                        if (hdr.udp.checksum == 0) {
-                            hdr.udp.checksum = 0xffff;
-                        }
+                        meta.fg_csum_words = (bit<32>)(~hdr.udp.checksum);
+                        fold_checksum();
                     }
-                    hdr.fg_xcp.feedback = (bit<32>)fb;
+                    hdr.fg_xcp.feedback = meta.index;
                 }
             }
         }
