@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fairgate_exp import records
+from fairgate_exp import records, settling
 from fairgate_exp.engine import Engine
 from fairgate_exp.metrics import (
     Verdict,
@@ -268,6 +268,13 @@ def run(
         if progress is None:
             for v in res["verdicts"]:
                 say("  " + v.line())
+    cross = settling.judge_settling(enumerate(plan.file.expect), per_algo)
+    if any(e.metric == "settling" for e in plan.file.expect) and not cross:
+        say("  settling: no static gate in this run to judge against (make report judges it")
+        say("  with the newest static gates of the same engine and scale)")
+    for v in cross:
+        say("  " + v.line())
+    verdicts += cross
     records.write_csv(run_dir / "flows.csv", flow_rows)
     records.write_csv(run_dir / "ports.csv", port_rows_all)
     if tcp_rows:
@@ -387,6 +394,13 @@ def _algo_summary(plan: Plan, res: dict[str, Any], algo: str) -> dict[str, Any]:
     out.update(flows=run["flows"], ports=run["ports"], engine=res["engine"])
     if res["tcp_summary"]:
         out["tcp"] = res["tcp_summary"]
+    if plan.tcp and any(e.metric == "settling" for e in plan.file.expect):
+        end = max(g.stop_s for g in plan.tcp)
+        out["completions"] = {
+            "bin_s": 1.0,
+            "end_s": end,
+            "counts": settling.completion_counts(res["tcp"], end),
+        }
     if plan.tcp_flows:
         out["tcp_flows"] = _bulk_summary(plan, res)
     if res["ficcrd"]:

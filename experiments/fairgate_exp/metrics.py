@@ -240,6 +240,8 @@ def judge(
             continue
         if e.metric == "queue" and e.target is None and algo != "lestas":
             continue
+        if e.metric == "settling":
+            continue  # across variants: fairgate_exp.settling, once every variant ran
         if e.metric in ("completion_rate", "fct"):
             out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
         else:
