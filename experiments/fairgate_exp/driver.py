@@ -270,8 +270,10 @@ def run(
                 say("  " + v.line())
     cross = settling.judge_settling(enumerate(plan.file.expect), per_algo)
     if any(e.metric == "settling" for e in plan.file.expect) and not cross:
-        say("  settling: no static gate in this run to judge against (make report judges it")
-        say("  with the newest static gates of the same engine and scale)")
+        say(
+            "  settling: not judged here (it needs a static gate and a search in one run):"
+            " make report judges it over the newest variants of this engine and scale"
+        )
     for v in cross:
         say("  " + v.line())
     verdicts += cross
