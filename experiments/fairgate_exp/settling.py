@@ -172,8 +172,14 @@ def rejudge(doc: dict[str, Any], expects: list[dict[str, Any]]) -> dict[str, Any
     """``doc`` (a run's summary, possibly merged from several records) with its settling
     verdicts judged again over every variant it holds (``expects``: the file's
     expectations as experiment.json has them)."""
-    parsed = [(i, Expect.model_validate(e)) for i, e in enumerate(expects)]
-    if not any(e.metric == "settling" for _, e in parsed):
+    # only the settling ones are parsed: an older record's other expectations may not
+    # fit today's schema
+    parsed = [
+        (i, Expect.model_validate(e))
+        for i, e in enumerate(expects)
+        if isinstance(e, dict) and e.get("metric") == "settling"
+    ]
+    if not parsed:
         return doc
     kept = [v for v in doc["verdicts"] if v.get("metric") != "settling"]
     fresh = [v.to_json() for v in judge_settling(parsed, doc["results"])]

@@ -131,6 +131,10 @@ def test_rejudge_replaces_stale_settling_verdicts_over_merged_variants() -> None
     ]
     assert out["passed"] is True
     assert rejudge(doc, expects[:1]) is doc  # no settling expectation: untouched
+    # an older record's expectation today's schema refuses is no settling one: skipped
+    old = {"metric": "ratio", "of": "cm_loss"}
+    assert rejudge(doc, [old]) is doc
+    assert [v["expect"] for v in rejudge(doc, [old, *expects[1:]])["verdicts"][1:]] == [1, 2]
 
 
 def _record(results: Path, run_id: str, variants: dict[str, dict[str, Any]]) -> None:
