@@ -364,3 +364,52 @@ def test_confirm_does_not_reopen_the_gate_unless_asked():
     d2.run(120)
     first_gate = next(i for i, s in enumerate(d2.settings) if s is not None)
     assert any(s is None for s in d2.settings[first_gate:])
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_change_detected_in_track_searches_again_around_the_centre(warm):
+    # a change while tracking (capacity halves: the optimum 250 -> 125): the warm restart
+    # searches centre x e^(+-restart_span) at once and never opens the gate for a baseline
+    # (at the paper's scale an ungated baseline let ~12 000 SYNs in); cold opens it
+    c = SessionController(SessionParams(strategy=1, warm_restart=warm))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    centre, restarts, n = c.best_admit_fps, c.restarts, len(d.settings)
+    assert centre is not None
+    d.curve = collapse(125.0)
+    d.run(100)
+    after = d.settings[n:]
+    assert c.restarts > restarts
+    if warm:
+        assert all(s is not None for s in after)
+        span = math.exp(c.params.restart_span)
+        assert centre / span * 0.99 <= min(after) and max(after) <= centre * span * 1.01
+        assert _centre_median(d, c, 60) == pytest.approx(125.0, rel=0.10)
+    else:
+        assert None in after
+
+
+def test_warm_restart_falls_back_to_a_baseline_when_the_load_leaves_the_bracket():
+    # the offered load falls below a third of the centre: nothing left to search near it,
+    # so the restart measures no gating afresh (and stays ungated: gating cannot help)
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=4)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    n = len(d.settings)
+    d.offered_fps = 60.0
+    d.curve = flat(60.0)
+    d.run(120)
+    assert None in d.settings[n:]
+    assert c.phase is Phase.UNGATED
+
+
+def test_periodic_research_from_track_is_cold():
+    c = SessionController(SessionParams(strategy=1, research_every_windows=60))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, noise=0.0, seed=1)
+    d.run(100)
+    assert c.phase is Phase.TRACK
+    n, restarts = len(d.settings), c.restarts
+    d.run(80)
+    assert c.restarts > restarts and None in d.settings[n:]
