@@ -22,32 +22,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from fairgate_exp.records import read_tcp_rows
-from fairgate_exp.settling import bins, completion_counts, mean_rate, settle_time
+from fairgate_exp.settling import bins, completion_counts, mean_rate, restarts, settle_time
 from fairgate_exp.units import parse_time
 
 
 def detections(run: Path, variant: str, port: tuple[str, int]) -> list[float]:
-    """Times the search restarted (its gate went from a rate to none)."""
+    """Times the search restarted: the controller's restart count went up (records
+    since the warm restart), else its gate went from a rate to none (a cold restart)."""
     path = run / variant / "controller.jsonl"
-    out: list[float] = []
     if not path.exists():
-        return out
-    last: Any = "unset"
-    for line in path.open():
-        r = json.loads(line)
-        if (r.get("switch"), r.get("port")) != port or "admit_fps" not in r:
-            continue
-        a = r["admit_fps"]
-        if a is None and last not in (None, "unset"):
-            out.append(float(r["t"]))
-        last = a
-    return out
+        return []
+    recs = [
+        r
+        for r in map(json.loads, path.open())
+        if (r.get("switch"), r.get("port")) == port and "admit_fps" in r
+    ]
+    counted = [[r["t"], r["session_restarts"]] for r in recs if "session_restarts" in r]
+    if counted:
+        return [float(t) for (t, n), (_, m) in zip(counted[1:], counted, strict=False) if n > m]
+    return [t + 0.0 for t in restarts([[r["t"], r["admit_fps"]] for r in recs], 0.0, math.inf)]
 
 
 def main(argv: list[str] | None = None) -> int:

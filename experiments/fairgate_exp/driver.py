@@ -116,6 +116,7 @@ def run_algo(
         "tcp": tcp,
         "tcp_summary": tcp_summary,
         "admit": admit_series(plan, records_),
+        "restarts": restart_times(plan, records_),
         "retrans": retrans,
         "traces": traces,
         "ficcrd": ficcrd_totals(plan, records_) if algo == "ficcrd" else {},
@@ -184,6 +185,24 @@ def admit_series(plan: Plan, records_: list[dict[str, Any]]) -> list[list[Any]]:
         for r in records_
         if (r["switch"], r["port"]) == (sw, port) and "admit_fps" in r
     ]
+
+
+def restart_times(plan: Plan, records_: list[dict[str, Any]]) -> list[float]:
+    """When session control restarted its search on the first gated port (a change
+    detected, or the periodic re-search): the windows whose restart count went up."""
+    if not plan.gated:
+        return []
+    sw, port = plan.gated[0]
+    out: list[float] = []
+    last = 0
+    for r in records_:
+        n = r.get("session_restarts")
+        if (r["switch"], r["port"]) != (sw, port) or n is None:
+            continue
+        if n > last:
+            out.append(round(r["t"], 2))
+        last = n
+    return out
 
 
 def _live_line(plan: Plan, algo: str, engine: Engine, t: float) -> str:
@@ -417,4 +436,6 @@ def _algo_summary(plan: Plan, res: dict[str, Any], algo: str) -> dict[str, Any]:
             "warmup_s": v.warmup_s,
         }
         out["admit"] = res["admit"] if v.session != "off" else []
+        if v.session != "off":
+            out["restarts_s"] = res["restarts"]
     return out

@@ -76,8 +76,9 @@ def mean_rate(counts: list[int], lo: float, hi: float) -> float | None:
 
 
 def restarts(admit: list[list[Any]], lo: float, hi: float) -> list[float]:
-    """Seconds after ``lo`` at which the search restarted in [lo, hi): its gate went from a
-    rate to none (the baseline of a new search)."""
+    """Seconds after ``lo`` at which the search restarted in [lo, hi) as records without
+    the controller's restart count show it: its gate went from a rate to none (the
+    baseline of a cold restart; a warm restart keeps the gate and needs the count)."""
     out: list[float] = []
     last: Any = "unset"
     for t, a in admit:
@@ -161,7 +162,11 @@ def judge_settling(
                             else round(m, 2)
                         ),
                         "bins_fps": [round(x, 1) for x in series],
-                        "restarts_s": restarts(r.get("admit") or [], lo, hi),
+                        "restarts_s": (
+                            [round(t - lo, 2) for t in r["restarts_s"] if lo <= t < hi]
+                            if "restarts_s" in r
+                            else restarts(r.get("admit") or [], lo, hi)
+                        ),
                     },
                 )
             )

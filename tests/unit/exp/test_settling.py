@@ -232,3 +232,24 @@ def test_bad_settling_expectations_are_refused(
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "expect[0]" in err and says in err, err
+
+
+def test_restarts_come_from_the_controllers_count_when_recorded() -> None:
+    from types import SimpleNamespace
+
+    from fairgate_exp.driver import restart_times
+
+    plan = SimpleNamespace(gated=[("s1", 2)])
+    recs = [
+        {"t": 2.0, "switch": "s1", "port": 2, "session_restarts": 0},
+        {"t": 2.0, "switch": "s2", "port": 2, "session_restarts": 5},  # another port
+        {"t": 3.0, "switch": "s1", "port": 2},  # not a window's end
+        {"t": 54.0, "switch": "s1", "port": 2, "session_restarts": 1},
+        {"t": 56.0, "switch": "s1", "port": 2, "session_restarts": 1},
+        {"t": 112.5, "switch": "s1", "port": 2, "session_restarts": 2},
+    ]
+    assert restart_times(plan, recs) == [54.0, 112.5]  # type: ignore[arg-type]
+    res = _results()
+    res["search"]["restarts_s"] = [54.0, 112.5]  # a warm restart keeps the gate
+    got = {v.index: v.detail["restarts_s"] for v in judge_settling(_expects(), res)}
+    assert got == {1: [54.0], 2: [12.5]}
