@@ -413,3 +413,25 @@ def test_periodic_research_from_track_is_cold():
     n, restarts = len(d.settings), c.restarts
     d.run(80)
     assert c.restarts > restarts and None in d.settings[n:]
+
+
+def test_strategy2_capped_balance_steps_do_not_hide_a_change():
+    # completions fall over two pairs (capacity halved mid-pair): the first pair's excess
+    # moves the centre by the balance's cap (2 x 0.05 = the CUSUM's drift), which must not
+    # re-learn the references, or the second pair's collapse becomes the new normal
+    c = SessionController(SessionParams(strategy=2, settle_windows=0, measure_windows=1))
+    c.update(500.0, 20.0, 1.0, 500.0, 500.0)  # baseline: ungated
+    while c.phase is not Phase.TRACK:  # search and confirm on F = 50, A = F
+        c.update(c.admit_fps or 500.0, 50.0, 1.0, 500.0, 50.0)
+    for _ in range(4):  # two pairs at the balance: the references
+        c.update(c.admit_fps or 0.0, 50.0, 1.0, 500.0, 50.0)
+    restarts, centre = c.restarts, c.best_admit_fps
+    assert centre is not None
+    for _ in range(2):  # the straddling pair: 35 completed, a capped step down
+        c.update(c.admit_fps or 0.0, 35.0, 1.0, 500.0, 50.0)
+    assert c.restarts == restarts
+    moved = c.best_admit_fps
+    assert moved is not None and math.log(moved / centre) == pytest.approx(-0.1, abs=1e-9)
+    for _ in range(2):  # then 20 completed: the change
+        c.update(c.admit_fps or 0.0, 20.0, 1.0, 500.0, 50.0)
+    assert c.restarts == restarts + 1
