@@ -27,12 +27,6 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 class Recorder:
     """Appends records to a JSONL file (or nowhere) and keeps the latest per port
     for the live view."""
@@ -48,7 +42,13 @@ class Recorder:
     def write(self, record: dict[str, Any]) -> None:
         self.latest[(record["switch"], record["port"])] = record
         if self._file is not None:
-            self._file.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+            # non-finite floats as null (JSON has no inf or nan), inline: not a call per
+            # field of every record
+            clean = {
+                k: None if isinstance(v, float) and not math.isfinite(v) else v
+                for k, v in record.items()
+            }
+            self._file.write(json.dumps(clean) + "\n")
 
     def flush(self) -> None:
         """Hand what was written to the OS (the agent calls it once per period)."""

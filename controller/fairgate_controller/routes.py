@@ -22,13 +22,13 @@ class Route:
     dst_mac: str
 
 
-def _hops_to(topo: Topology, target: str) -> dict[str, int]:
+def _hops_to(neighbours: dict[str, list[tuple[int, str]]], target: str) -> dict[str, int]:
     """Switch-hop distance of every switch to `target` (BFS)."""
     dist = {target: 0}
     todo = deque([target])
     while todo:
         here = todo.popleft()
-        for _port, nb in topo.neighbours(here):
+        for _port, nb in neighbours.get(here, ()):
             if nb not in dist:
                 dist[nb] = dist[here] + 1
                 todo.append(nb)
@@ -36,9 +36,17 @@ def _hops_to(topo: Topology, target: str) -> dict[str, int]:
 
 
 def compute_routes(topo: Topology) -> dict[str, list[Route]]:
+    # Each switch's neighbours and each host switch's distances are found once (a
+    # ``Topology.neighbours`` call walks every port of the topology): the same
+    # routes, without a walk per host and switch (the paper parking lot has 360 hosts,
+    # and the simulator and every switch's agent compute them)
+    neighbours = {name: topo.neighbours(name) for name in topo.switches}
+    hops: dict[str, dict[str, int]] = {}
     routes: dict[str, list[Route]] = {name: [] for name in topo.switches}
     for host in topo.hosts.values():
-        dist = _hops_to(topo, host.switch)
+        dist = hops.get(host.switch)
+        if dist is None:
+            dist = hops[host.switch] = _hops_to(neighbours, host.switch)
         for name, spec in topo.switches.items():
             if name not in dist:
                 continue
@@ -46,7 +54,7 @@ def compute_routes(topo: Topology) -> dict[str, list[Route]]:
                 port, dst_mac = host.port, host.mac
             else:
                 port, nb = min(
-                    (p, nb) for p, nb in topo.neighbours(name) if dist.get(nb) == dist[name] - 1
+                    (p, nb) for p, nb in neighbours[name] if dist.get(nb) == dist[name] - 1
                 )
                 dst_mac = topo.switches[nb].mac
             routes[name].append(Route(f"{host.ip}/32", port, spec.mac, dst_mac))

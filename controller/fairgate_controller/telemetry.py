@@ -130,7 +130,8 @@ def histogram_stats(delta: Snapshot, counter: str, port: int, buckets: Buckets) 
     total = sum(counts)
     if total == 0:
         return HistogramStats(0, 0.0, 0.0)
-    mean = sum(n * buckets.value(b) for b, n in enumerate(counts)) / total
+    # the empty buckets left out: each added an exact 0.0, so the sum is the same
+    mean = sum(n * buckets.value(b) for b, n in enumerate(counts) if n) / total
     low = next(b for b, n in enumerate(counts) if n)
     return HistogramStats(total, mean, buckets.value(low), counts[OVERFLOW_BUCKET])
 

@@ -150,14 +150,24 @@ def check(exp: ExperimentFile) -> None:
                 raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
             if e.min is None and e.max is None:
                 raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
+            for v in e.versus or []:
+                if v not in variants:
+                    raise _err(f"{where}: unknown variant {v!r} in versus{_near(v, variants)}")
+            if e.versus is not None and not e.versus:
+                raise _err(f"{where}: versus names the variants to compare with")
         if e.metric == "settling":
             _check_settling(exp, where, e)
         if e.metric == "ratio":
             _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
             if e.min is None and e.max is None:
                 raise _err(f"{where}: needs min or max (e.g. min = 0.8, max = 1.25)")
-        elif e.of != "flow_rate" or e.versus is not None:
-            raise _err(f'{where}: of and versus belong to metric = "ratio"')
+        elif e.of != "flow_rate" or (
+            e.versus is not None and e.metric not in ("completion_rate", "fct")
+        ):
+            raise _err(
+                f'{where}: of and versus belong to metric = "ratio" (versus also to '
+                "completion_rate and fct: other variants)"
+            )
         if e.metric == "queue" and e.target is None and "lestas" not in (e.algorithms or algos):
             raise _err(f"{where}: only lestas regulates the queue to q_ref (or give a target)")
     check_scale_sets(exp)

@@ -19,6 +19,7 @@ from fairgate_exp.metrics import (
     goodput_ratio,
     jain,
     judge,
+    judge_versus,
     loss_rate,
     mean_in,
     port_rows,
@@ -174,6 +175,11 @@ def run_label(plan: Plan, algo: str) -> str:
     return f"{algo}+{plan.variant.name}"
 
 
+def _label_of(plan: Plan, algo: str, variant: str) -> str:
+    """The record's name of ``variant`` run with ``algo`` (as :func:`run_label`)."""
+    return variant if len(plan.algorithms) == 1 else f"{algo}+{variant}"
+
+
 def admit_series(plan: Plan, records_: list[dict[str, Any]]) -> list[list[Any]]:
     """(t, admit rate in flows/s or None: not gating) of session control, per period of
     the first gated port."""
@@ -240,6 +246,7 @@ def run(
     per_algo: dict[str, Any] = {}
     t0 = time.monotonic()
     tcp_rows: list[dict[str, Any]] = []
+    variant_tcp: dict[str, dict[str, Any]] = {}  # algo -> variant -> its TCP summary
     trace_rows: list[dict[str, Any]] = []
     runs = [
         (algo, plan.with_variant(v) if v is not None else plan)
@@ -265,9 +272,15 @@ def run(
                 # when the handshake completed (start + connect time): flows connected
                 # per window, the admissions strategy 2 compares with completions
                 "connected_s": _connected_at(r),
+                # SYNs sent again before the handshake completed, and every segment
+                # (SYNs included) sent again: the engines' TCPs compared flow by flow
+                "syn_retrans": r.get("syn_retrans"),
+                "retrans": r.get("retrans"),
             }
             for r in res["tcp"]
         ]
+        if p.variant is not None:
+            variant_tcp.setdefault(algo, {})[p.variant.name] = res["tcp_summary"]
         algo = label
         trace_rows += trace_table(algo, res["traces"])
         for name, series in res["rates"].items():
@@ -287,6 +300,11 @@ def run(
         if progress is None:
             for v in res["verdicts"]:
                 say("  " + v.line())
+    for algo, tcp_of in variant_tcp.items():  # expectations against other variants
+        across = judge_versus(plan, algo, tcp_of, lambda n, a=algo: _label_of(plan, a, n))
+        verdicts += across
+        for v in across:
+            say("  " + v.line())
     cross = settling.judge_settling(enumerate(plan.file.expect), per_algo)
     if any(e.metric == "settling" for e in plan.file.expect) and not cross:
         say(

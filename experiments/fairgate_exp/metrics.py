@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,9 +244,73 @@ def judge(
         if e.metric == "settling":
             continue  # across variants: fairgate_exp.settling, once every variant ran
         if e.metric in ("completion_rate", "fct"):
+            if e.versus is not None:
+                continue  # against other variants: judge_versus, once they all ran
             out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
         else:
             out.append(_judge_one(plan, label or algo, i, e, rates, rows))
+    return out
+
+
+def _tcp_value(metric: str, tcp: dict[str, Any]) -> float | None:
+    """A variant's completion rate (flows/s) or mean FCT (s), all generators."""
+    s = tcp.get("all") or next(iter(tcp.values()), {})
+    if metric == "completion_rate":
+        return s.get("completion_rate_per_s")
+    return (s.get("fct_s") or {}).get("mean")
+
+
+def judge_versus(
+    plan: Plan, algo: str, tcp: dict[str, dict[str, Any]], label: Callable[[str], str]
+) -> list[Verdict]:
+    """The completion_rate / fct expectations with ``versus``: each judged variant's value
+    over the best of the ``versus`` variants' (the largest completion rate, the smallest
+    mean FCT), measured in the same run set, against min / max. ``tcp``: the TCP summary
+    of each variant that ran, by variant name; an expectation whose variants did not all
+    run (``--variant``) gets no verdict."""
+    out = []
+    for i, e in enumerate(plan.file.expect):
+        if e.metric not in ("completion_rate", "fct") or e.versus is None:
+            continue
+        if e.algorithms is not None and algo not in e.algorithms:
+            continue
+        refs = {v: _tcp_value(e.metric, tcp[v]) for v in e.versus if v in tcp}
+        if len(refs) < len(e.versus) or any(x is None for x in refs.values()):
+            continue
+        pick = max if e.metric == "completion_rate" else min
+        best = pick(refs, key=lambda v: refs[v])  # type: ignore[arg-type,return-value]
+        ref = refs[best]
+        assert ref is not None
+        judged = e.variants or [v.name for v in plan.variants if v.name not in e.versus]
+        for name in judged:
+            if name not in tcp:
+                continue
+            got = _tcp_value(e.metric, tcp[name])
+            ratio = got / ref if got is not None and ref > 0 else None
+            ok = ratio is not None
+            if ok and e.min is not None:
+                ok = ratio >= e.min
+            if ok and e.max is not None:
+                ok = ratio <= e.max
+            bounds = [
+                f">= {e.min:g}" if e.min is not None else "",
+                f"<= {e.max:g}" if e.max is not None else "",
+            ]
+            s = tcp[name].get("all") or next(iter(tcp[name].values()), {})
+            win = tuple(s.get("window_s", (plan.warmup_s, plan.duration_s)))
+            which = "best of " + ", ".join(e.versus) if len(e.versus) > 1 else e.versus[0]
+            out.append(
+                Verdict(
+                    i,
+                    e.metric,
+                    label(name),
+                    (float(win[0]), float(win[1])),
+                    ok,
+                    round(ratio, 3) if ratio is not None else None,
+                    " and ".join(b for b in bounds if b) + f" x {which}",
+                    {"value": got, "reference": ref, "reference_variant": best},
+                )
+            )
     return out
 
 

@@ -321,7 +321,9 @@ class Expect(Strict):
     algorithms: list[Algorithm] | None = None  # default: every algorithm of the run
     variants: list[Name] | None = None  # default: every variant
     # ratio: the sum over ``flows`` (or ``ports``) divided by the sum over ``versus``
-    # (flow names, or port labels), judged against min/max
+    # (flow names, or port labels), judged against min/max; completion_rate and fct:
+    # ``versus`` names variants, and the judged variants' value over the best of theirs
+    # is judged against min/max (metrics.judge_versus)
     of: RatioOf = "flow_rate"
     versus: list[str] | None = None
 

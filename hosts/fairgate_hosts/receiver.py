@@ -24,13 +24,22 @@ from __future__ import annotations
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from fairgate_hosts.wire import u32, unwrap
 from fairgate_p4 import generated as g
 from fairgate_p4.header import HEADER_BYTES, XCP_HEADER_BYTES, HeaderError, RateHeader
 
 PROBE_COUNT = struct.Struct("!Q")
+# Final: C statics in the simulator's compiled build (scripts/sim_ext.py), not a
+# module attribute lookup per packet
+_KIND_DATA: Final = g.FG_KIND_DATA
+_KIND_ACK: Final = g.FG_KIND_ACK
+_KIND_XCP_DATA: Final = g.FG_KIND_XCP_DATA
+_KIND_XCP_ACK: Final = g.FG_KIND_XCP_ACK
+_KIND_PROBE: Final = g.FG_KIND_PROBE
+_KIND_PROBE_ACK: Final = g.FG_KIND_PROBE_ACK
+_CONGESTED: Final = g.FG_FLAG_CONGESTED
 PROBE_ACK_BYTES = HEADER_BYTES + PROBE_COUNT.size
 
 
@@ -45,6 +54,13 @@ class SendAt:
     at_us: int
     data: bytes
     peer: Hashable
+
+    def __init__(self, at_us: int, data: bytes, peer: Hashable) -> None:
+        # Written out: a dataclass's generated __init__ is Python even in the simulator's
+        # mypyc build (one SendAt per ack); object.__setattr__ as the generated one does.
+        object.__setattr__(self, "at_us", at_us)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "peer", peer)
 
 
 @dataclass(slots=True)
@@ -139,18 +155,18 @@ class ReceiverCore:
         except HeaderError:
             self.stats.malformed += 1
             return []
-        xcp = hdr.kind == g.FG_KIND_XCP_DATA
+        xcp = hdr.kind == _KIND_XCP_DATA
         if xcp and len(buf) < HEADER_BYTES + XCP_HEADER_BYTES:
             self.stats.malformed += 1
             return []
-        if hdr.kind == g.FG_KIND_DATA or xcp:
+        if hdr.kind == _KIND_DATA or xcp:
             self._data_seen += 1
             if self.drop_every > 0 and self._data_seen % self.drop_every == 0:
                 self.stats.dropped += 1
                 return []
             extra = bytes(buf[HEADER_BYTES : HEADER_BYTES + XCP_HEADER_BYTES]) if xcp else b""
             return [self._on_data(hdr, len(buf), now_us, peer, extra)]
-        if hdr.kind == g.FG_KIND_PROBE:
+        if hdr.kind == _KIND_PROBE:
             return [self._on_probe(hdr, now_us, peer)]
         self.stats.ignored += 1
         return []
@@ -203,9 +219,9 @@ class ReceiverCore:
         rate = hdr.rate_kbps
         if self.stamp_kbps is not None:
             rate = min(rate, self.stamp_kbps)
-        flags = hdr.flags | (g.FG_FLAG_CONGESTED if self.stamp_congested else 0)
+        flags = hdr.flags | (_CONGESTED if self.stamp_congested else 0)
         ack = RateHeader(
-            kind=g.FG_KIND_XCP_ACK if xcp else g.FG_KIND_ACK,
+            kind=_KIND_XCP_ACK if xcp else _KIND_ACK,
             flags=flags,
             seq=hdr.seq,
             ack=u32(flow.next_expected),
@@ -223,7 +239,7 @@ class ReceiverCore:
         if st is None:
             st = self._probes[host] = _ProbeState(last_probe=u32(hdr.seq - 1))
         resp = RateHeader(
-            kind=g.FG_KIND_PROBE_ACK,
+            kind=_KIND_PROBE_ACK,
             flags=hdr.flags,
             seq=hdr.seq,
             ack=st.last_probe,

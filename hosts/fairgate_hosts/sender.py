@@ -38,7 +38,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from fairgate_hosts.pacer import Pacer
 from fairgate_hosts.rtt import RttEstimator
@@ -53,8 +53,13 @@ from fairgate_p4.header import (
 )
 from fairgate_p4.xcp_math import LG_NONE, sender_terms
 
-FEEDBACK_MAX = g.FG_XCP_FEEDBACK_UNLIMITED
-KIND_XCP_DATA, KIND_XCP_ACK = g.FG_KIND_XCP_DATA, g.FG_KIND_XCP_ACK
+# Final: C statics in the simulator's compiled build (scripts/sim_ext.py), not a module-dict
+# lookup per packet
+FEEDBACK_MAX: Final = g.FG_XCP_FEEDBACK_UNLIMITED
+KIND_XCP_DATA: Final = g.FG_KIND_XCP_DATA
+KIND_XCP_ACK: Final = g.FG_KIND_XCP_ACK
+_KIND_DATA: Final = g.FG_KIND_DATA
+_KIND_ACK: Final = g.FG_KIND_ACK
 
 
 class Mode(enum.StrEnum):
@@ -145,21 +150,36 @@ class Feedback:
 RateCallback = Callable[[Feedback], float | None]
 
 
+# The actions and ``_Tx`` write their ``__init__`` out: a dataclass's generated
+# ``__init__`` is Python even in the simulator's mypyc build, and a flow builds one
+# or more of them per packet. Same parameters; ``object.__setattr__`` as the generated
+# one of a frozen dataclass does (a direct store in the compiled build).
 @dataclass(frozen=True, slots=True)
 class Transmit:
     data: bytes
     seq: int
     retransmission: bool
 
+    def __init__(self, data: bytes, seq: int, retransmission: bool) -> None:
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "retransmission", retransmission)
+
 
 @dataclass(frozen=True, slots=True)
 class Wait:
     until_us: int | None
 
+    def __init__(self, until_us: int | None) -> None:
+        object.__setattr__(self, "until_us", until_us)
+
 
 @dataclass(frozen=True, slots=True)
 class Finished:
     outcome: str
+
+    def __init__(self, outcome: str) -> None:
+        object.__setattr__(self, "outcome", outcome)
 
 
 Action = Transmit | Wait | Finished
@@ -170,6 +190,11 @@ class _Tx:
     sent_us: int
     order: int
     lost: bool = False
+
+    def __init__(self, sent_us: int, order: int, lost: bool = False) -> None:
+        self.sent_us = sent_us
+        self.order = order
+        self.lost = lost
 
 
 @dataclass(slots=True)
@@ -289,7 +314,7 @@ class SenderCore:
             self.start_us = self._last_progress_us = self._last_log_us = now_us
             self._next_log_us = now_us + self.cfg.log_interval_us
             self._record_start()
-        self._check_timeout(now_us)
+        rto_at = self._check_timeout(now_us)
         self._maybe_log(now_us)
         end = self._duration_end()
         if self._total is not None and self._una >= self._total:
@@ -298,20 +323,26 @@ class SenderCore:
             return self._finish(now_us, "completed")
         if now_us - self._last_progress_us > self.cfg.give_up_us and self._out:
             return self._finish(now_us, "stalled")
-        wake: list[int] = [self._next_log_us, self._last_progress_us + self.cfg.give_up_us + 1]
-        if end is not None:
-            wake.append(end)
-        rto_at = self._rto_deadline()
-        if rto_at is not None:
-            wake.append(rto_at)
+        # the earliest of the wake-up times (a running minimum: no list and no min() call
+        # per poll, which the simulator's compiled build makes per packet)
+        wake = self._next_log_us
+        give_up = self._last_progress_us + self.cfg.give_up_us + 1
+        if give_up < wake:
+            wake = give_up
+        if end is not None and end < wake:
+            wake = end
+        if rto_at is not None and rto_at < wake:
+            wake = rto_at
         if self._has_data(now_us) and self.inflight < max(1.0, self.cwnd):
             deadline = self._pacer.next_deadline(now_us)
             if deadline <= now_us:
                 return self._emit(now_us)
-            wake.append(math.ceil(deadline))
+            paced = math.ceil(deadline)
+            if paced < wake:
+                wake = paced
         else:
             self._pacer.hold(now_us)
-        return Wait(min(wake))
+        return Wait(wake)
 
     def on_datagram(self, buf: bytes | bytearray | memoryview, now_us: int) -> None:
         """Process one received datagram (an ack, normally)."""
@@ -321,7 +352,7 @@ class SenderCore:
             self.stats.malformed_acks += 1
             return
         xcp = self.cfg.mode is Mode.XCP
-        if hdr.kind != (KIND_XCP_ACK if xcp else g.FG_KIND_ACK):
+        if hdr.kind != (KIND_XCP_ACK if xcp else _KIND_ACK):
             self.stats.ignored_packets += 1
             return
         feedback: int | None = None
@@ -392,7 +423,7 @@ class SenderCore:
         srtt = self.rtt.srtt_us
         xcp = cfg.mode is Mode.XCP
         hdr = RateHeader(
-            kind=KIND_XCP_DATA if xcp else g.FG_KIND_DATA,
+            kind=KIND_XCP_DATA if xcp else _KIND_DATA,
             seq=u32(seq),
             ack=0,
             ts_us=u32(now_us),
@@ -585,10 +616,12 @@ class SenderCore:
                 n += 1
         return n
 
-    def _check_timeout(self, now_us: int) -> None:
+    def _check_timeout(self, now_us: int) -> int | None:
+        """Fire the retransmission timer if it is due; returns ``_rto_deadline()`` as it
+        is after that (``poll`` needs it next: one walk of the queue, not two)."""
         rto_at = self._rto_deadline()
         if rto_at is None or now_us < rto_at:
-            return
+            return rto_at
         n = 0
         while self._order_q:
             order, seq = self._order_q.popleft()
@@ -605,6 +638,7 @@ class SenderCore:
             self._set_xcp_window(w, self.rtt.srtt_us or float(self.cfg.init_rtt_us))
         if self.cfg.mode is Mode.CM:
             self._callback(Feedback(now_us, 0, None, n, True, None, False))
+        return self._rto_deadline()
 
     def _finish(self, now_us: int, outcome: str) -> Finished:
         self.outcome = outcome

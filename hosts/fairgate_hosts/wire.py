@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from fairgate_p4 import generated as g
 
-U32 = 1 << 32
-HALF = 1 << 31
-RATE_UNLIMITED = g.FG_RATE_UNLIMITED
+# Final: C statics in the simulator's compiled build (scripts/sim_ext.py)
+U32: Final = 1 << 32
+HALF: Final = 1 << 31
+RATE_UNLIMITED: Final = g.FG_RATE_UNLIMITED
 #: Bytes of Ethernet + IPv4 + UDP headers around the rate header; pacing counts frames.
-FRAME_OVERHEAD = 14 + 20 + 8
+FRAME_OVERHEAD: Final = 14 + 20 + 8
 
 
 def u32(value: int) -> int:

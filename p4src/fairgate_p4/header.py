@@ -7,9 +7,9 @@ this codec through ``make build``.
 
 from __future__ import annotations
 
-import operator
 import struct
 from dataclasses import dataclass
+from typing import Final
 
 from fairgate_p4 import generated as g
 
@@ -32,10 +32,34 @@ def _layout() -> tuple[tuple[str, ...], struct.Struct]:
     return tuple(name for name, _width in fields), packer
 
 
-FIELDS, _PACKER = _layout()
-HEADER_BYTES = _PACKER.size
-_GET = operator.attrgetter(*FIELDS)
-KIND_NAMES = {
+# Final: C statics in the simulator's compiled build (scripts/sim_ext.py), not a module-dict
+# lookup per packet
+_LAYOUT: Final = _layout()
+FIELDS: Final = _LAYOUT[0]
+_PACKER: Final = _LAYOUT[1]
+HEADER_BYTES: Final = _PACKER.size
+#: the fields ``RateHeader`` packs, in its own order (written out in pack/unpack: one
+#: attribute read each instead of an attrgetter); a layout that P4 changed (``make
+#: build``) but this codec does not follow fails at import, not on the wire
+_CODEC_FIELDS: Final = (
+    "version",
+    "kind",
+    "flags",
+    "reserved",
+    "seq",
+    "ack",
+    "ts_us",
+    "ts_echo_us",
+    "rtt_us",
+    "rate_kbps",
+)
+if FIELDS != _CODEC_FIELDS:
+    raise RuntimeError(f"fg_rate_t has the fields {FIELDS}; the codec packs {_CODEC_FIELDS}")
+_VERSION: Final = g.FG_VERSION
+_KIND_DATA: Final = g.FG_KIND_DATA
+_UNLIMITED: Final = g.FG_RATE_UNLIMITED
+_CONGESTED: Final = g.FG_FLAG_CONGESTED
+KIND_NAMES: Final = {
     g.FG_KIND_DATA: "data",
     g.FG_KIND_ACK: "ack",
     g.FG_KIND_PROBE: "probe",
@@ -67,16 +91,67 @@ class RateHeader:
     rtt_us: int = 0
     rate_kbps: int = g.FG_RATE_UNLIMITED
 
+    def __init__(
+        self,
+        version: int = _VERSION,
+        kind: int = _KIND_DATA,
+        flags: int = 0,
+        reserved: int = 0,
+        seq: int = 0,
+        ack: int = 0,
+        ts_us: int = 0,
+        ts_echo_us: int = 0,
+        rtt_us: int = 0,
+        rate_kbps: int = _UNLIMITED,
+    ) -> None:
+        # Written out rather than generated: a dataclass's generated __init__ is Python
+        # even in the simulator's mypyc build, and hosts build one or two per packet.
+        # Same parameters, same order, same defaults.
+        self.version = version
+        self.kind = kind
+        self.flags = flags
+        self.reserved = reserved
+        self.seq = seq
+        self.ack = ack
+        self.ts_us = ts_us
+        self.ts_echo_us = ts_echo_us
+        self.rtt_us = rtt_us
+        self.rate_kbps = rate_kbps
+
     @property
     def congested(self) -> bool:
-        return bool(self.flags & g.FG_FLAG_CONGESTED)
+        return bool(self.flags & _CONGESTED)
 
     def pack(self) -> bytes:
         """Wire bytes; raises struct.error if a field does not fit its width."""
-        return _PACKER.pack(*_GET(self))
+        return _PACKER.pack(
+            self.version,
+            self.kind,
+            self.flags,
+            self.reserved,
+            self.seq,
+            self.ack,
+            self.ts_us,
+            self.ts_echo_us,
+            self.rtt_us,
+            self.rate_kbps,
+        )
 
     def pack_into(self, buf: bytearray | memoryview, offset: int = 0) -> None:
-        _PACKER.pack_into(buf, offset, *_GET(self))
+        _PACKER.pack_into(
+            buf,
+            offset,
+            self.version,
+            self.kind,
+            self.flags,
+            self.reserved,
+            self.seq,
+            self.ack,
+            self.ts_us,
+            self.ts_echo_us,
+            self.rtt_us,
+            self.rate_kbps,
+        )
 
     @classmethod
     def unpack(cls, buf: bytes | bytearray | memoryview, *, strict: bool = True) -> RateHeader:
@@ -87,11 +162,15 @@ class RateHeader:
         """
         if len(buf) < HEADER_BYTES:
             raise HeaderError(f"rate header needs {HEADER_BYTES} bytes, got {len(buf)}")
-        hdr = cls(*_PACKER.unpack_from(buf, 0))
+        version, kind, flags, reserved, seq, ack, ts, echo, rtt, rate = _PACKER.unpack_from(buf, 0)
+        if cls is RateHeader:  # a native call in the compiled build
+            hdr = RateHeader(version, kind, flags, reserved, seq, ack, ts, echo, rtt, rate)
+        else:
+            hdr = cls(version, kind, flags, reserved, seq, ack, ts, echo, rtt, rate)
         if strict:
-            if hdr.version != g.FG_VERSION:
-                raise HeaderError(f"rate header version {hdr.version}, expected {g.FG_VERSION}")
-            if hdr.kind not in KIND_NAMES:
+            if version != _VERSION:
+                raise HeaderError(f"rate header version {version}, expected {_VERSION}")
+            if kind not in KIND_NAMES:
                 raise HeaderError(f"unknown rate header kind {hdr.kind}")
         return hdr
 
@@ -120,8 +199,8 @@ def _xcp_layout() -> struct.Struct:
     return packer
 
 
-_XCP_PACKER = _xcp_layout()
-XCP_HEADER_BYTES = _XCP_PACKER.size
+_XCP_PACKER: Final = _xcp_layout()
+XCP_HEADER_BYTES: Final = _XCP_PACKER.size
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from fairgate_sim.engine import Clock
+from fairgate_sim.engine import NATIVE, Clock, push
 from fairgate_sim.packet import Packet
 
 if TYPE_CHECKING:  # typed for mypyc's native calls; imported at run time by those modules
@@ -111,10 +111,13 @@ class OutputPort:
             self.stats.dropped += 1
             self.stats.dropped_bytes += pkt.size
             return False
-        if p.rate_pps is not None:
-            service, wire = 1.0 / p.rate_pps, 0.0
+        rate_pps = p.rate_pps
+        if rate_pps is not None:
+            service, wire = 1.0 / rate_pps, 0.0
         else:
-            service = wire = pkt.size / p.rate_Bps  # type: ignore[operator]
+            rate_Bps = p.rate_Bps  # narrowed: a C double division in the mypyc build
+            assert rate_Bps is not None  # PortParams gives exactly one of the two
+            service = wire = pkt.size / rate_Bps
         free = self._free_at
         start = free if free > now else now
         self._free_at = start + service
@@ -128,7 +131,10 @@ class OutputPort:
         clock.events += 1
         flight = self._flight
         if not flight:
-            _heappush(clock.queue, (arrive, seq, self._land_cb, ()))
+            if NATIVE:  # the compiled heap (engine.NATIVE)
+                push(clock.queue, (arrive, seq, self._land_cb, ()))
+            else:
+                _heappush(clock.queue, (arrive, seq, self._land_cb, ()))
             flight.append((arrive, seq, pkt))
         elif arrive >= flight[-1][0]:
             flight.append((arrive, seq, pkt))
@@ -179,7 +185,10 @@ class OutputPort:
         pkt = flight.popleft()[2]
         if flight:
             head = flight[0]
-            _heappush(self.clock.queue, (head[0], head[1], self._land_cb, ()))
+            if NATIVE:  # the compiled heap (engine.NATIVE)
+                push(self.clock.queue, (head[0], head[1], self._land_cb, ()))
+            else:
+                _heappush(self.clock.queue, (head[0], head[1], self._land_cb, ()))
         self._arrive(pkt)
 
     def _arrive(self, pkt: Packet) -> None:

@@ -78,8 +78,14 @@ def _fields_view(names: tuple[str, ...]) -> struct.Struct:
     return struct.Struct("!" + fmt)
 
 
-# what egress reads of a data packet's header, in layout order
+# what egress reads of a data packet's header, in layout order (the bound methods: a
+# call without a method lookup per packet in the mypyc build)
 _EGRESS_VIEW: Final = _fields_view(("flags", "rtt_us", "rate_kbps"))
+_EGRESS_UNPACK: Final = _EGRESS_VIEW.unpack_from
+_PACK_RATE: Final = _RATE_FIELD.pack_into
+_PACK_FLAGS: Final = _FLAGS_FIELD.pack_into
+#: the largest queue depth whose histogram bucket egress looks up in a table
+_TABLE_MAX: Final = 1 << 16
 _MAX_PORTS: Final = g.FG_MAX_PORTS
 _BUCKET_BITS: Final = g.FG_HIST_BUCKET_BITS
 _FG_PORT: Final = g.FG_UDP_PORT
@@ -105,6 +111,14 @@ _XCP_MIN_BYTES: Final = HEADER_BYTES + XCP_HEADER_BYTES
 _HEADER_BYTES: Final = HEADER_BYTES
 _KIND_XCP_DATA: Final = g.FG_KIND_XCP_DATA
 _XCP_BUCKET_BITS: Final = g.FG_XCP_HIST_BUCKET_BITS
+
+
+def bucket_table(bounds: tuple[int, ...]) -> list[int]:
+    """``bucket_of(bounds, v)`` for every ``v`` in 0 .. bounds[-1] (every larger value
+    falls in the bucket of bounds[-1]); empty when that table would be large."""
+    if bounds[-1] > _TABLE_MAX:
+        return []
+    return [bucket_of(bounds, v) for v in range(bounds[-1] + 1)]
 
 
 def _used(counts: list[int]) -> dict[int, tuple[int, int]]:
@@ -154,6 +168,9 @@ class SimSwitch:
         self.xhist = [[0, 0] for _ in range(g.FG_XCP_HIST_ENTRIES)]
         self._qb = self.qbuckets.bounds
         self._rb = self.rbuckets.bounds
+        #: queue depth -> queue_depth_hist bucket (the depths are small: a list index
+        #: per packet instead of a bisection)
+        self._qtable = bucket_table(self._qb)
 
     # ---- control plane -----------------------------------------------------------
     def add_port(self, port: OutputPort) -> None:
@@ -300,8 +317,8 @@ class SimSwitch:
             return
         if counted:
             c = self.arrivals[port]
-            c[0] += 1
-            c[1] += pkt.size
+            c[0] = c[0] + 1  # not ``+=``: mypyc adds list items generically then
+            c[1] = c[1] + pkt.size
         if not out.send(pkt):
             self.stats.queue_drops += 1
 
@@ -315,10 +332,18 @@ class SimSwitch:
         base = port << _BUCKET_BITS
         if counted and not pkt.e2e_clone:  # an RD clone never arrived: not counted
             c = self.departures[port]
-            c[0] += 1
-            c[1] += pkt.size
-            b = _bisect_right(self._qb, enq_depth) - 1
-            self.qhist[base | (b if 0 <= b < LAST else LAST)] += 1
+            c[0] = c[0] + 1  # not ``+=``: mypyc adds list items generically then
+            c[1] = c[1] + pkt.size
+            table = self._qtable
+            if 0 <= enq_depth < len(table):
+                b = table[enq_depth]
+            elif table and enq_depth > 0:
+                b = table[-1]
+            else:
+                b = _bisect_right(self._qb, enq_depth) - 1
+                b = b if 0 <= b < LAST else LAST
+            qhist = self.qhist
+            qhist[base | b] = qhist[base | b] + 1
         if self.ficcrd is not None and counted and (pkt.fc is not None or pkt.e2e_clone):
             when = self.clock.now if t is None else t
             self.ficcrd.egress(port, pkt, enq_depth, when, self._send_clone)
@@ -341,12 +366,14 @@ class SimSwitch:
         flags: int
         rtt_us: int
         rate_kbps: int
-        flags, rtt_us, rate_kbps = _EGRESS_VIEW.unpack_from(data, 0)
+        flags, rtt_us, rate_kbps = _EGRESS_UNPACK(data, 0)
         if rate_kbps == 0:
             return  # FG_RATE_ZERO: forwarded unchanged
         if rtt_us != 0 and counted:
             b = _bisect_right(self._rb, rtt_us) - 1
-            self.rhist[base | (b if 0 <= b < LAST else LAST)] += 1
+            i = base | (b if 0 <= b < LAST else LAST)
+            rhist = self.rhist
+            rhist[i] = rhist[i] + 1
         entry = self.feedback.get(port)
         if entry is None:
             return
@@ -359,10 +386,10 @@ class SimSwitch:
         # without building one per stamped packet)
         buf = bytearray(data)
         if stamp:
-            _RATE_FIELD.pack_into(buf, _RATE_AT, fair)
+            _PACK_RATE(buf, _RATE_AT, fair)
             self.stats.stamped += 1
         if flag:
-            _FLAGS_FIELD.pack_into(buf, _FLAGS_AT, flags | _CONGESTED)
+            _PACK_FLAGS(buf, _FLAGS_AT, flags | _CONGESTED)
             self.stats.flagged += 1
         pkt.data = buf
 

@@ -126,10 +126,7 @@ def test_control_plane_names_match_or_are_documented(
     doc = DOC.read_text()
     table = doc[doc.index("## Names that differ") :]
     undocumented = sorted(
-        name
-        for kind, name in (v1 ^ tna)
-        if name != "NoAction"
-        and f"`{name}`" not in table
+        name for kind, name in (v1 ^ tna) if name != "NoAction" and f"`{name}`" not in table
     )
     assert undocumented == [], f"names on one target only, not in docs/hardware.md: {undocumented}"
     shared = {n for k, n in v1 & tna}

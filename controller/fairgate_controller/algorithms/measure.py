@@ -62,14 +62,16 @@ class PortMeasurement:
     rsts: int = 0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.name == "rtt_mean_s":
+        # the fields' names found once (the control loop builds one of these per port)
+        names = _NAMES if type(self) is PortMeasurement else tuple(f.name for f in fields(self))
+        for name in names:
+            value = getattr(self, name)
+            if value is None and name == "rtt_mean_s":
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"PortMeasurement.{f.name} must be a number, got {value!r}")
+                raise ValueError(f"PortMeasurement.{name} must be a number, got {value!r}")
             if not math.isfinite(value):
-                raise ValueError(f"PortMeasurement.{f.name} must be finite, got {value!r}")
+                raise ValueError(f"PortMeasurement.{name} must be finite, got {value!r}")
         if self.period_s <= 0:
             raise ValueError(f"PortMeasurement.period_s must be > 0 s, got {self.period_s!r}")
         if self.capacity_Bps <= 0:
@@ -188,3 +190,7 @@ class PortMeasurement:
     def completion_rate_per_s(self) -> float:
         """FINs per second."""
         return self.fins / self.period_s
+
+
+#: PortMeasurement's fields, in order
+_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PortMeasurement))

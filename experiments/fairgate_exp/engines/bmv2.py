@@ -28,7 +28,7 @@ from fairgate_hosts.apps.audio import audio_account
 from fairgate_p4.header import HEADER_BYTES
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
 from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
-from fairgate_topo.procs import ProcessGroup
+from fairgate_topo.procs import ProcessGroup, Tracked
 from fairgate_topo.switch_cli import set_queue
 
 SPORT_BASE = 41000
@@ -44,6 +44,7 @@ UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain ke
 NO_PACING_KBPS = 0
 LONG_LIVED_BYTES = 100_000_000  # bulk flows on BMv2 send until their stop (tcp_cm)
 MAX_FRAME = 1518
+CLIENT_GRACE_S = 30.0  # a TCP client's time to write its records after its drain
 
 
 def check_environment() -> str | None:
@@ -326,6 +327,7 @@ class Bmv2Engine:
     paced: dict[str, list[tuple[int, float, int, str]]] = field(default_factory=dict)
     servers: set[str] = field(default_factory=set)
     clients: dict[str, float] = field(default_factory=dict)  # generator -> its start (s)
+    client_procs: dict[str, Tracked] = field(default_factory=dict)  # generator -> process
     bulk: dict[str, TcpPlan] = field(default_factory=dict)  # bulk flow name -> generator
     cm_apps: list[CmPlan] = field(default_factory=list)
     tcpcm_hosts: set[str] = field(default_factory=set)
@@ -452,8 +454,9 @@ class Bmv2Engine:
             client += ["--max-open", str(gen.max_open)]
         client += ["--records", str(ctx.log_path(f"client-{gen.name}"))]
         client += ["--summary", str(ctx.run_dir / "hosts" / f"client-{gen.name}-summary.json")]
-        self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
+        tracked = self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
         self.clients[gen.name] = start
+        self.client_procs[gen.name] = tracked
 
     def _kernel_cc(self, run_dir: Path) -> None:
         """TCP/CM's sockets run fg_cm (a BPF congestion control whose window never
@@ -478,6 +481,10 @@ class Bmv2Engine:
         assert self.ctx is not None and self.procs is not None and self.net is not None
         server = [PY, "-m", "fairgate_hosts.traffic.server", "--backlog", "4096"]
         server += ["--max-open", str(max_open or 16000)]
+        # no idle timeout within the run: a server closing a stalled connection sends a
+        # FIN, which the switch counts as a completion (and the client would read EOF)
+        assert self._plan is not None
+        server += ["--idle-timeout", f"{self._plan.duration_s + 60:.0f}"]
         server += ["--records", str(self.ctx.log_path(f"server-{dst}"))]
         self.procs.start(f"server-{dst}", server, self.net.host(dst))
         self.servers.add(dst)
@@ -677,6 +684,7 @@ class Bmv2Engine:
         client had not closed by the end count as interrupted) and, for paced flows,
         each sender's ``done`` line."""
         assert self.ctx is not None
+        self._wait_clients()
         out: list[dict[str, Any]] = []
         for name, start in self.clients.items():
             for r in read_jsonl(self.ctx.log_path(f"client-{name}")):
@@ -707,6 +715,18 @@ class Bmv2Engine:
                     }
                 )
         return out
+
+    def _wait_clients(self, grace_s: float = CLIENT_GRACE_S) -> None:
+        """Waits for the clients to exit (each writes its open flows' records as it
+        ends, after its drain: thousands of lines under overload), stopping any still
+        running after ``grace_s`` (SIGINT: it records its open flows as interrupted).
+        Read before that, the flows still open were missing from tcp.csv."""
+        assert self.procs is not None
+        deadline = time.monotonic() + grace_s
+        for tracked in self.client_procs.values():
+            left = max(0.0, deadline - time.monotonic())
+            if self.procs.wait(tracked, left) is None:
+                self.procs.stop(tracked)
 
     def set_capacity(self, switch: str, port: int, pps: float | None, bps: float | None) -> None:
         """The port's egress queue rate over Thrift (``[[capacity_changes]]``); the depth

@@ -32,7 +32,9 @@ class FlowRecord:
     completed; then ``connect_s`` is null too). ``retrans`` is ``tcpi_total_retrans`` at the
     end (all retransmitted segments, SYNs included). ``fct_s`` = first connect() call until
     the server's FIN was read (the server closes after reading our FIN, so all data was
-    delivered); null unless completed. ``phase`` is where the flow ended.
+    delivered); null unless completed. A FIN read before the server acknowledged all the
+    data (a server closing early: an idle timeout) is ``reset``, not completed
+    (:func:`data_acked`). ``phase`` is where the flow ended.
     """
 
     flow: int
@@ -80,6 +82,19 @@ def parse_tcp_info(buf: bytes) -> TcpInfo:
     total = struct.unpack_from("=I", buf, _TI_TOTAL_RETRANS)[0]
     rtt = struct.unpack_from("=I", buf, _TI_RTT)[0]
     return TcpInfo(buf[1], total, rtt, u64(_TI_BYTES_ACKED), u64(_TI_BYTES_SENT))
+
+
+def data_acked(info: TcpInfo | None, size: int) -> bool:
+    """Whether the peer acknowledged all ``size`` bytes of data (``tcpi_bytes_acked``
+    counts the SYN too: 1 + data, + 1 once our FIN is acknowledged). Unknown (no
+    TCP_INFO, or a kernel without the field) counts as acknowledged.
+
+    A server that closes a connection without having read to EOF (an idle timeout)
+    also sends a FIN, and the client then reads EOF as on a completed flow: this tells
+    the two apart."""
+    if info is None or info.bytes_acked is None:
+        return True
+    return info.bytes_acked - 1 >= size
 
 
 def tcp_info(sock: socket.socket) -> TcpInfo | None:

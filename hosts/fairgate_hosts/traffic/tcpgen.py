@@ -19,13 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairgate_hosts.traffic.records import FlowRecord, tcp_info
+from fairgate_hosts.traffic.records import FlowRecord, data_acked, tcp_info
 from fairgate_hosts.traffic.workload import FlowSpec, Workload
 
 DEFAULT_MAX_OPEN = 4000
 FD_RESERVE = 64  # descriptors kept for logs, the event loop, stdio
 CHUNK = 64 * 1024
 _ZEROS = bytes(CHUNK)
+
+
+class _ClosedEarlyError(Exception):
+    """The server's FIN arrived before it had acknowledged all of the flow's data."""
 
 
 def fd_budget(want: int) -> tuple[int, str | None]:
@@ -174,8 +178,14 @@ class TcpFlowClient:
                 rec.phase = "wait_eof"
                 while await loop.sock_recv(sock, 4096):
                     pass
+                if not data_acked(tcp_info(sock), spec.size_bytes):
+                    # the server closed before all our data arrived (its idle timeout):
+                    # its FIN is not a completion
+                    raise _ClosedEarlyError
                 rec.fct_s = self._now() - rec.start_s
                 rec.phase, rec.outcome = "done", "completed"
+        except _ClosedEarlyError:
+            rec.outcome, rec.error = "reset", "peer closed before acknowledging all data"
         except TimeoutError as exc:
             rec.outcome = "timeout"
             if exc.errno:

@@ -91,7 +91,13 @@ variants = ["gate-10"]
     assert res["gate-10"]["variant"]["admit_fps"] == 10.0
     (verdict,) = summary["verdicts"]
     assert verdict["algo"] == "gate-10" and verdict["passed"] is True
-    assert {r["algo"] for r in csv.DictReader((run_dir / "tcp.csv").open())} == {"open", "gate-10"}
+    rows = list(csv.DictReader((run_dir / "tcp.csv").open()))
+    assert {r["algo"] for r in rows} == {"open", "gate-10"}
+    # SYN retries are known exactly for the flows that connected; the gate makes some
+    gated_rows = [r for r in rows if r["algo"] == "gate-10"]
+    assert all((r["syn_retrans"] == "") == (r["connected_s"] == "") for r in gated_rows)
+    assert any(r["syn_retrans"] not in ("", "0") for r in gated_rows)
+    assert all(int(r["retrans"]) >= int(r["syn_retrans"] or 0) for r in gated_rows)
     assert json.loads((run_dir / "summary.json").read_text())["algos"] == ["open", "gate-10"]
 
 
@@ -169,3 +175,79 @@ def test_fct_file_paced_flows_match_the_old_path(tmp_path: Path) -> None:
     # the shortest flows (Pareto minimum: 5 packets) finish within a few RTTs of 100 ms
     first = next(iter(every["mean_fct_by_size_segments"]))
     assert first == "4-7" and 0.1 < every["mean_fct_by_size_segments"][first][1] < 1.0
+
+
+VERSUS = (
+    NET
+    + """
+variants = [{ name = "open" }, { name = "gate-5", admit_rate = 5.0 },
+            { name = "gate-10", admit_rate = 10.0 }]
+
+[[tcp]]
+name = "small"
+src = "c"
+dst = "srv"
+kind = "poisson"
+arrival_rate = 40.0
+mean_size = "2kB"
+drain = "2s"
+
+[experiment]
+duration = "12s"
+warmup = "2s"
+algorithms = ["none"]
+
+# each gate against the best of the other variants' completion rates (open: about 4x)
+[[expect]]
+metric = "completion_rate"
+variants = ["gate-5", "gate-10"]
+versus = ["open", "gate-5"]
+max = 0.5
+
+# no gating's FCT against the best (lowest) gated one: at least as long
+[[expect]]
+metric = "fct"
+variants = ["open"]
+versus = ["gate-5", "gate-10"]
+min = 1.0
+"""
+)
+
+
+def test_expectations_against_other_variants(tmp_path: Path) -> None:
+    path = tmp_path / "versus.toml"
+    path.write_text(VERSUS)
+    _, summary = run(load(path), SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    res = summary["results"]
+    rate = {v: res[v]["tcp"]["small"]["completion_rate_per_s"] for v in res}
+    fct = {v: res[v]["tcp"]["small"]["fct_s"]["mean"] for v in res}
+    across = [v for v in summary["verdicts"] if v["expect"] in (0, 1)]
+    by = {(v["expect"], v["algo"]): v for v in across}
+    assert set(by) == {(0, "gate-5"), (0, "gate-10"), (1, "open")}
+    best = max(("open", "gate-5"), key=lambda v: rate[v])
+    assert best == "open"
+    g10 = by[(0, "gate-10")]
+    assert g10["measured"] == pytest.approx(rate["gate-10"] / rate["open"], abs=1e-3)
+    assert g10["detail"]["reference_variant"] == "open" and g10["passed"] is True
+    assert g10["expected"] == "<= 0.5 x best of open, gate-5"
+    low = min(("gate-5", "gate-10"), key=lambda v: fct[v])
+    assert by[(1, "open")]["detail"]["reference_variant"] == low
+    assert by[(1, "open")]["measured"] == pytest.approx(fct["open"] / fct[low], abs=1e-3)
+    assert by[(1, "open")]["passed"] is (fct["open"] >= fct[low])
+    # a verdict that fails says so
+    path.write_text(VERSUS.replace("max = 0.5", "max = 0.01"))
+    _, summary = run(load(path), SimEngine, "sim", tmp_path / "r2", say=lambda _m: None)
+    assert not any(v["passed"] for v in summary["verdicts"] if v["expect"] == 0)
+    # a subset of the variants (--variant) judges nothing it cannot compare
+    plan = load(path)
+    plan.variants = [v for v in plan.variants if v.name != "open"]
+    _, summary = run(plan, SimEngine, "sim", tmp_path / "r3", say=lambda _m: None)
+    assert summary["algos"] == ["gate-5", "gate-10"]
+    assert not any(v["expect"] in (0, 1) for v in summary["verdicts"])
+
+
+def test_versus_names_variants(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(VERSUS.replace('versus = ["open", "gate-5"]', 'versus = ["opn"]'))
+    with pytest.raises(ExperimentError, match="unknown variant 'opn' in versus"):
+        load(path)

@@ -19,6 +19,8 @@ import pytest
 from fairgate_hosts.traffic.records import (
     FlowRecord,
     RecordSink,
+    TcpInfo,
+    data_acked,
     load_records,
     parse_tcp_info,
     summarize,
@@ -119,6 +121,21 @@ def test_parse_tcp_info_offsets() -> None:
     info = parse_tcp_info(bytes(buf))
     assert (info.total_retrans, info.rtt_us, info.bytes_acked) == (3, 1234, 10**9)
     assert parse_tcp_info(bytes(buf[:104])).bytes_acked is None
+
+
+def test_data_acked_counts_the_syn_and_needs_every_byte() -> None:
+    def info(acked: int | None) -> TcpInfo:
+        return TcpInfo(0, 0, 0, acked, None)
+
+    # Linux: 1 (the SYN) + data (+ 1 once our FIN is acknowledged)
+    assert data_acked(info(1 + 5000 + 1), 5000)
+    assert data_acked(info(1 + 5000), 5000)
+    # a server that closed on its idle timeout had acknowledged only part of the data
+    assert not data_acked(info(1 + 4999), 5000)
+    assert not data_acked(info(1), 5000)
+    # unknown: trust the FIN
+    assert data_acked(None, 5000)
+    assert data_acked(info(None), 5000)
 
 
 def test_fd_budget_lowers_an_impossible_cap() -> None:

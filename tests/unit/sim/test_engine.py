@@ -103,3 +103,34 @@ def test_port_delivers_in_time_order_when_a_later_packet_lands_first() -> None:
     assert [src for _t, src in got] == ["c", "a", "b"]
     assert [round(t, 6) for t, _src in got] == [0.103, 1.001, 1.002]
     assert clock.events == 3
+
+
+def test_compiled_heap_pops_in_heapq_order() -> None:
+    """``engine.push``/``pop`` (the mypyc build's heap, ``engine.NATIVE``) keep heapq's
+    order: events by time, ties in time by sequence number, int and float times mixed,
+    the same heap layout as heapq's after every step (the same algorithm). Run here in
+    pure Python; test_sim_ext runs the digests with the compiled ones."""
+    import heapq
+    import random
+
+    from fairgate_sim.engine import pop, push
+
+    rng = random.Random(7)
+    ours: list[tuple[object, ...]] = []
+    theirs: list[tuple[object, ...]] = []
+    popped: list[tuple[object, ...]] = []
+    for seq in range(3000):
+        t = rng.choice([1, 2, 2.0, 0.5, rng.random() * 3, float(rng.randrange(4))])
+        event = (t, seq, None, ())
+        push(ours, event)
+        heapq.heappush(theirs, event)
+        if rng.random() < 0.4:
+            got = pop(ours)
+            assert got is heapq.heappop(theirs)
+            popped.append(got)
+        assert ours == theirs
+    while ours:
+        got = pop(ours)
+        assert got is heapq.heappop(theirs)
+        popped.append(got)
+    assert len(popped) == 3000 and not theirs

@@ -23,6 +23,8 @@ import fairgate_hosts.sender, fairgate_sim.port
 import golden_runs as g
 assert fairgate_hosts.sender.__file__.endswith(".so"), fairgate_hosts.sender.__file__
 assert fairgate_sim.port.__file__.endswith(".so"), fairgate_sim.port.__file__
+import fairgate_sim.engine
+assert fairgate_sim.engine.NATIVE  # the compiled heap (engine.push, engine.pop)
 print(json.dumps({{n: g.digests(n) for n in g.RUNS}}))
 """
 

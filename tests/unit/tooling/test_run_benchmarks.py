@@ -61,13 +61,51 @@ def test_history_keeps_the_newest_runs_and_says_skipped(tmp_path: Path) -> None:
 
 
 def test_write_history_replaces_only_the_marked_block(tmp_path: Path) -> None:
+    _record(tmp_path, "20260101T000000Z-aaaaaaa", 0.29, 4.0)
+    runs = rb.load_runs(tmp_path)
     doc = tmp_path / "performance.md"
     doc.write_text(f"before\n{rb.HISTORY_START}\nold table\n{rb.HISTORY_END}\nafter\n")
-    rb.write_history(doc, "| new |")
-    assert doc.read_text() == f"before\n{rb.HISTORY_START}\n| new |\n{rb.HISTORY_END}\nafter\n"
+    rb.write_history(doc, runs)
+    assert doc.read_text() == (
+        f"before\n{rb.HISTORY_START}\n{rb.history_table(runs)}\n{rb.HISTORY_END}\nafter\n"
+    )
     doc.write_text("no markers\n")
     with pytest.raises(SystemExit, match="no history markers"):
-        rb.write_history(doc, "| new |")
+        rb.write_history(doc, runs)
+
+
+def test_write_history_keeps_columns_whose_records_are_gone(tmp_path: Path) -> None:
+    """A new machine has only its own run records: the table's older columns stay."""
+    old = tmp_path / "old"
+    _record(old, "20260101T000000Z-aaaaaaa", 0.29, 4.0)
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"x\n{rb.HISTORY_START}\n{rb.HISTORY_END}\ny\n")
+    rb.write_history(doc, rb.load_runs(old))
+    new = tmp_path / "new"
+    _record(new, "20260102T000000Z-bbbbbbb", 0.61, 3.5)
+    rb.write_history(doc, rb.load_runs(new))
+    text = doc.read_text()
+    assert "| measure | goal | 20260101T000000Z-aaaaaaa | 20260102T000000Z-bbbbbbb |" in text
+    assert "| simulator, paper parking lot | >= 0.5 x real time | 0.29 (missed) | 0.61 |" in text
+    assert "| commit |  | aaaaaaa | bbbbbbb |" in text
+    # the same records again change nothing
+    rb.write_history(doc, rb.load_runs(new))
+    assert doc.read_text() == text
+
+
+def test_latest_block_gives_each_measure_its_newest_figure(tmp_path: Path) -> None:
+    _record(tmp_path, "20260101T000000Z-aaaaaaa", 0.29, 4.0)
+    _record(tmp_path, "20260102T000000Z-bbbbbbb", 0.61, 3.5)
+    _record(tmp_path, "20260103T000000Z-ccccccc", 0.0, 1.0, skipped=True)
+    doc = tmp_path / "README.md"
+    doc.write_text(f"a\n{rb.LATEST_START}\nold\n{rb.LATEST_END}\nb\n")
+    rb.write_history(doc, rb.load_runs(tmp_path))
+    text = doc.read_text()
+    assert (
+        "| simulator, paper parking lot | >= 0.5 x real time | 0.61 |"
+        " 20260102T000000Z-bbbbbbb (3.50 / 4.50) |"
+    ) in text
+    assert "old" not in text and text.startswith("a\n") and text.endswith("b\n")
 
 
 def test_unknown_benchmark_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,3 +117,5 @@ def test_unknown_benchmark_is_refused(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_docs_performance_holds_the_generated_history() -> None:
     text = (ROOT / "docs" / "performance.md").read_text()
     assert rb.HISTORY_START in text and rb.HISTORY_END in text
+    readme = (ROOT / "README.md").read_text()
+    assert rb.LATEST_START in readme and rb.LATEST_END in readme
