@@ -12,6 +12,9 @@ controller.jsonl, s1's gated port). Several run folders of the same file (varian
 separate processes) are read together; a variant in several of them is taken from the
 last one given.
 
+The bins, means and settle time are the ``settling`` expectation's (``fairgate_exp.settling``),
+which judges the same in every run record; this script prints the whole table.
+
 ``python scripts/session_settling.py /work/results/session-control-capacity/<run> [...]``
 """
 
@@ -26,57 +29,25 @@ from pathlib import Path
 from typing import Any
 
 from fairgate_exp.records import read_tcp_rows
+from fairgate_exp.settling import bins, completion_counts, mean_rate, restarts, settle_time
 from fairgate_exp.units import parse_time
 
 
-def bins_of(rows: list[dict[str, str]], width: float, end: float) -> list[float]:
-    """Completed flows/s per bin of ``width`` seconds over [0, end)."""
-    counts = [0] * math.ceil(end / width)
-    for r in rows:
-        if r["outcome"] != "completed" or not r["fct_s"]:
-            continue
-        t = float(r["scheduled_s"]) + float(r["fct_s"])
-        if 0 <= t < end:
-            counts[int(t // width)] += 1
-    return [c / width for c in counts]
-
-
-def mean_rate(bins: list[float], width: float, lo: float, hi: float) -> float:
-    sel = bins[round(lo / width) : round(hi / width)]
-    return sum(sel) / len(sel) if sel else float("nan")
-
-
-def settle_time(
-    bins: list[float], width: float, lo: float, hi: float, floor: float, span: int = 1
-) -> float | None:
-    """Seconds after ``lo`` from which the mean of every ``span`` consecutive bins up to
-    ``hi`` is >= ``floor`` (None: never)."""
-    first, last = round(lo / width), round(hi / width)
-    span = max(1, min(span, last - first))
-    settled: int | None = None
-    for i in range(last - span, first - 1, -1):
-        if sum(bins[i : i + span]) / span < floor:
-            break
-        settled = i
-    return None if settled is None else settled * width - lo
-
-
 def detections(run: Path, variant: str, port: tuple[str, int]) -> list[float]:
-    """Times the search restarted (its gate went from a rate to none)."""
+    """Times the search restarted: the controller's restart count went up (records
+    since the warm restart), else its gate went from a rate to none (a cold restart)."""
     path = run / variant / "controller.jsonl"
-    out: list[float] = []
     if not path.exists():
-        return out
-    last: Any = "unset"
-    for line in path.open():
-        r = json.loads(line)
-        if (r.get("switch"), r.get("port")) != port or "admit_fps" not in r:
-            continue
-        a = r["admit_fps"]
-        if a is None and last not in (None, "unset"):
-            out.append(float(r["t"]))
-        last = a
-    return out
+        return []
+    recs = [
+        r
+        for r in map(json.loads, path.open())
+        if (r.get("switch"), r.get("port")) == port and "admit_fps" in r
+    ]
+    counted = [[r["t"], r["session_restarts"]] for r in recs if "session_restarts" in r]
+    if counted:
+        return [float(t) for (t, n), (_, m) in zip(counted[1:], counted, strict=False) if n > m]
+    return [t + 0.0 for t in restarts([[r["t"], r["admit_fps"]] for r in recs], 0.0, math.inf)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,9 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     port = (gated["switch"], gated["port"])
     statics = {v["name"] for v in exp["variants"] if v.get("admit_rate") is not None}
     w = args.bin
-    series = {v: bins_of(rs, w, end) for v, rs in rows.items()}
+    counts = {
+        v: completion_counts(({**r, "fct_s": r["fct_s"] or None} for r in rs), end)
+        for v, rs in rows.items()
+    }
     for lo, hi in regimes:
-        rates = {v: mean_rate(series[v], w, lo + args.steady, hi) for v in statics & set(series)}
+        rates = {
+            v: mean_rate(counts[v], lo + args.steady, hi) or 0.0 for v in statics & set(counts)
+        }
         if not rates:
             print("session_settling: no static gate among the runs", file=sys.stderr)
             return 2
@@ -115,19 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         ref = rates[best]
         table = ", ".join(f"{v} {rates[v]:.1f}" for v in sorted(rates, key=lambda v: rates[v]))
         print(f"[{lo:g}, {hi:g}) s: best static {best} {ref:.1f} flows/s ({table})")
-        for v in sorted(set(series) - statics):
-            span = max(1, round(args.span / w))
-            t = settle_time(series[v], w, lo, hi, (1 - args.within) * ref, span)
+        for v in sorted(set(counts) - statics):
+            series = bins(counts[v], lo, hi, w)
+            t = settle_time(series, (1 - args.within) * ref, w, args.span)
             det = [d - lo for d in detections(where[v], v, port) if lo <= d < hi]
             det_s = f"{det[0]:.1f} s" if det else "no restart"
             if t is None:
                 print(f"  {v}: detected {det_s}; never settled within {args.within:.0%}")
                 continue
-            after = mean_rate(series[v], w, lo + t, hi)
+            after = mean_rate(counts[v], lo + t, hi) or 0.0
             print(
                 f"  {v}: detected {det_s}; settled {t:g} s after the change: "
                 f"{after:.1f} flows/s from then ({after / ref:.0%} of the best static), "
-                f"whole regime {mean_rate(series[v], w, lo, hi):.1f}"
+                f"whole regime {mean_rate(counts[v], lo, hi) or 0.0:.1f}"
             )
     return 0
 

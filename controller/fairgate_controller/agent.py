@@ -713,6 +713,10 @@ class SwitchAgent:
             window_completions_fps=window.fins / window.seconds,
             window_admitted_fps=window.admitted / window.seconds,
             window_connected_fps=window.handshakes / window.seconds,
+            # the search's state: a restart (change detected, or periodic) counts up here
+            # whether or not it opens the gate (a warm restart does not)
+            session_phase=sctl.phase.value,
+            session_restarts=sctl.restarts,
         )
         self.windows[port] = _SessionWindow()
         if port in self.admit and _same_rate(self.admit[port], admit):

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from fairgate_exp import units
-from fairgate_exp.schema import ExperimentFile
+from fairgate_exp.schema import Expect, ExperimentFile
 
 
 def _err(msg: str) -> Exception:
@@ -156,6 +156,8 @@ def check(exp: ExperimentFile) -> None:
                     raise _err(f"{where}: unknown variant {v!r} in versus{_near(v, variants)}")
             if e.versus is not None and not e.versus:
                 raise _err(f"{where}: versus names the variants to compare with")
+        if e.metric == "settling":
+            _check_settling(exp, where, e)
         if e.metric == "ratio":
             _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
             if e.min is None and e.max is None:
@@ -185,6 +187,21 @@ def check(exp: ExperimentFile) -> None:
                     f"sweep.zip.{key}: needs a [sweep.grid] whose first list has distinct "
                     f"values and as many as this one ({len(values)})"
                 )
+
+
+def _check_settling(exp: ExperimentFile, where: str, e: Expect) -> None:
+    """settling: a search judged against the file's static gates in one phase."""
+    if not exp.tcp:
+        raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
+    if e.phase is None:
+        raise _err(f"{where}: needs phase (the change it judges starts the phase)")
+    if e.within is None or e.max is None:
+        raise _err(f'{where}: needs within (e.g. "10%") and max (s to settle)')
+    if not any(v.admit_rate is not None and v.session == "off" for v in exp.variants):
+        raise _err(f"{where}: needs a static gate among the variants (admit_rate) as reference")
+    judged = [v for v in exp.variants if v.name in e.variants] if e.variants else exp.variants
+    if not any(v.session != "off" for v in judged):
+        raise _err(f'{where}: judges no search variant (session = "strategy1" or "strategy2")')
 
 
 def _check_ratio(

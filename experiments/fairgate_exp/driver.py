@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fairgate_exp import records
+from fairgate_exp import records, settling
 from fairgate_exp.engine import Engine
 from fairgate_exp.metrics import (
     Verdict,
@@ -118,6 +118,7 @@ def run_algo(
         "tcp": tcp,
         "tcp_summary": tcp_summary,
         "admit": admit_series(plan, records_),
+        "restarts": restart_times(plan, records_),
         "retrans": retrans,
         "traces": traces,
         "ficcrd": ficcrd_totals(plan, records_) if algo == "ficcrd" else {},
@@ -191,6 +192,24 @@ def admit_series(plan: Plan, records_: list[dict[str, Any]]) -> list[list[Any]]:
         for r in records_
         if (r["switch"], r["port"]) == (sw, port) and "admit_fps" in r
     ]
+
+
+def restart_times(plan: Plan, records_: list[dict[str, Any]]) -> list[float]:
+    """When session control restarted its search on the first gated port (a change
+    detected, or the periodic re-search): the windows whose restart count went up."""
+    if not plan.gated:
+        return []
+    sw, port = plan.gated[0]
+    out: list[float] = []
+    last = 0
+    for r in records_:
+        n = r.get("session_restarts")
+        if (r["switch"], r["port"]) != (sw, port) or n is None:
+            continue
+        if n > last:
+            out.append(round(r["t"], 2))
+        last = n
+    return out
 
 
 def _live_line(plan: Plan, algo: str, engine: Engine, t: float) -> str:
@@ -287,6 +306,15 @@ def run(
         verdicts += across
         for v in across:
             say("  " + v.line())
+    cross = settling.judge_settling(enumerate(plan.file.expect), per_algo)
+    if any(e.metric == "settling" for e in plan.file.expect) and not cross:
+        say(
+            "  settling: not judged here (it needs a static gate and a search in one run):"
+            " make report judges it over the newest variants of this engine and scale"
+        )
+    for v in cross:
+        say("  " + v.line())
+    verdicts += cross
     records.write_csv(run_dir / "flows.csv", flow_rows)
     records.write_csv(run_dir / "ports.csv", port_rows_all)
     if tcp_rows:
@@ -406,6 +434,13 @@ def _algo_summary(plan: Plan, res: dict[str, Any], algo: str) -> dict[str, Any]:
     out.update(flows=run["flows"], ports=run["ports"], engine=res["engine"])
     if res["tcp_summary"]:
         out["tcp"] = res["tcp_summary"]
+    if plan.tcp and any(e.metric == "settling" for e in plan.file.expect):
+        end = max(g.stop_s for g in plan.tcp)
+        out["completions"] = {
+            "bin_s": 1.0,
+            "end_s": end,
+            "counts": settling.completion_counts(res["tcp"], end),
+        }
     if plan.tcp_flows:
         out["tcp_flows"] = _bulk_summary(plan, res)
     if res["ficcrd"]:
@@ -420,4 +455,6 @@ def _algo_summary(plan: Plan, res: dict[str, Any], algo: str) -> dict[str, Any]:
             "warmup_s": v.warmup_s,
         }
         out["admit"] = res["admit"] if v.session != "off" else []
+        if v.session != "off":
+            out["restarts_s"] = res["restarts"]
     return out

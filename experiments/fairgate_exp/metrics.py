@@ -242,6 +242,8 @@ def judge(
             continue
         if e.metric == "queue" and e.target is None and algo != "lestas":
             continue
+        if e.metric == "settling":
+            continue  # across variants: fairgate_exp.settling, once every variant ran
         if e.metric in ("completion_rate", "fct"):
             if e.versus is not None:
                 continue  # against other variants: judge_versus, once they all ran

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairgate_exp import settling
 from fairgate_exp.report_archive import Refreshed, refresh
 from fairgate_exp.report_keep import Kept, experiment_names, merge, previous_sections
 
@@ -80,8 +81,17 @@ def newest_runs(
         key = (doc["engine"], doc["scale"])
         every.setdefault((doc["experiment"], key), []).append(doc | {"_dir": str(d)})
     for (exp, key), docs in every.items():
-        out.setdefault(exp, {})[key] = _merge_variants(sorted(docs, key=lambda d: d["run_id"]))
+        merged = _merge_variants(sorted(docs, key=lambda d: d["run_id"]))
+        out.setdefault(exp, {})[key] = settling.rejudge(merged, _expects(Path(merged["_dir"])))
     return out
+
+
+def _expects(run_dir: Path) -> list[dict[str, Any]]:
+    """The expectations of the record's file as it ran (experiment.json), or none."""
+    try:
+        return list(json.loads((run_dir / "experiment.json").read_text()).get("expect") or [])
+    except (OSError, json.JSONDecodeError):
+        return []
 
 
 def _variant_labels(run_dir: Path) -> list[str] | None:
@@ -355,6 +365,14 @@ def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
                 continue
             want = v["expected"]
             cell = f"{'pass' if v['passed'] else '**FAIL**'} {_fmt(v['measured'])}"
+            if v["metric"] == "settling":  # the settle time beside the reference it met
+                d = v.get("detail") or {}
+                got = "never" if v["measured"] is None else f"{_fmt(v['measured'])} s"
+                after = "" if d.get("after_fps") is None else f"{_fmt(d['after_fps'])} of "
+                cell = (
+                    f"{'pass' if v['passed'] else '**FAIL**'} {got}"
+                    f" ({after}{_fmt(d.get('reference_fps'))} {d.get('reference')})"
+                )
             if len(windows) > 1:  # scales of different lengths: each cell says its window
                 cell += f" ({v['window_s'][0]:g}-{v['window_s'][1]:g} s)"
             cells.append(cell)

@@ -297,6 +297,7 @@ Metric = Literal[
     "convergence",
     "flow_number",
     "ratio",
+    "settling",
 ]
 
 #: what a ``ratio`` expectation divides: mean flow rates (packets/s) of ``flows`` over

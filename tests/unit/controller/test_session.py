@@ -364,3 +364,74 @@ def test_confirm_does_not_reopen_the_gate_unless_asked():
     d2.run(120)
     first_gate = next(i for i, s in enumerate(d2.settings) if s is not None)
     assert any(s is None for s in d2.settings[first_gate:])
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_change_detected_in_track_searches_again_around_the_centre(warm):
+    # a change while tracking (capacity halves: the optimum 250 -> 125): the warm restart
+    # searches centre x e^(+-restart_span) at once and never opens the gate for a baseline
+    # (at the paper's scale an ungated baseline let ~12 000 SYNs in); cold opens it
+    c = SessionController(SessionParams(strategy=1, warm_restart=warm))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    centre, restarts, n = c.best_admit_fps, c.restarts, len(d.settings)
+    assert centre is not None
+    d.curve = collapse(125.0)
+    d.run(100)
+    after = d.settings[n:]
+    assert c.restarts > restarts
+    if warm:
+        assert all(s is not None for s in after)
+        span = math.exp(c.params.restart_span)
+        assert centre / span * 0.99 <= min(after) and max(after) <= centre * span * 1.01
+        assert _centre_median(d, c, 60) == pytest.approx(125.0, rel=0.10)
+    else:
+        assert None in after
+
+
+def test_warm_restart_falls_back_to_a_baseline_when_the_load_leaves_the_bracket():
+    # the offered load falls below a third of the centre: nothing left to search near it,
+    # so the restart measures no gating afresh (and stays ungated: gating cannot help)
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=4)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    n = len(d.settings)
+    d.offered_fps = 60.0
+    d.curve = flat(60.0)
+    d.run(120)
+    assert None in d.settings[n:]
+    assert c.phase is Phase.UNGATED
+
+
+def test_periodic_research_from_track_is_cold():
+    c = SessionController(SessionParams(strategy=1, research_every_windows=60))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, noise=0.0, seed=1)
+    d.run(100)
+    assert c.phase is Phase.TRACK
+    n, restarts = len(d.settings), c.restarts
+    d.run(80)
+    assert c.restarts > restarts and None in d.settings[n:]
+
+
+def test_strategy2_capped_balance_steps_do_not_hide_a_change():
+    # completions fall over two pairs (capacity halved mid-pair): the first pair's excess
+    # moves the centre by the balance's cap (2 x 0.05 = the CUSUM's drift), which must not
+    # re-learn the references, or the second pair's collapse becomes the new normal
+    c = SessionController(SessionParams(strategy=2, settle_windows=0, measure_windows=1))
+    c.update(500.0, 20.0, 1.0, 500.0, 500.0)  # baseline: ungated
+    while c.phase is not Phase.TRACK:  # search and confirm on F = 50, A = F
+        c.update(c.admit_fps or 500.0, 50.0, 1.0, 500.0, 50.0)
+    for _ in range(4):  # two pairs at the balance: the references
+        c.update(c.admit_fps or 0.0, 50.0, 1.0, 500.0, 50.0)
+    restarts, centre = c.restarts, c.best_admit_fps
+    assert centre is not None
+    for _ in range(2):  # the straddling pair: 35 completed, a capped step down
+        c.update(c.admit_fps or 0.0, 35.0, 1.0, 500.0, 50.0)
+    assert c.restarts == restarts
+    moved = c.best_admit_fps
+    assert moved is not None and math.log(moved / centre) == pytest.approx(-0.1, abs=1e-9)
+    for _ in range(2):  # then 20 completed: the change
+        c.update(c.admit_fps or 0.0, 20.0, 1.0, 500.0, 50.0)
+    assert c.restarts == restarts + 1

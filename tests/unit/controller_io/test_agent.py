@@ -235,6 +235,7 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
             assert fake.meters[(meter_id, BOTTLENECK)] is None  # unconfigured: admit all
             await agent.step(sw)
             written = []
+            windows: list[dict[str, object]] = []
             for i in range(1, 40):
                 clock.t += 0.5
                 base = BOTTLENECK << g.FG_SESSION_EVENT_BITS
@@ -249,6 +250,9 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
                     0,
                 )
                 await agent.step(sw)
+                latest = agent.recorder.latest[("s1", BOTTLENECK)]
+                if "window_completions_fps" in latest:
+                    windows.append(latest)
                 cfg = fake.meters[(meter_id, BOTTLENECK)]
                 if cfg is not None and (not written or written[-1] != cfg.pir):
                     written.append(cfg.pir)
@@ -257,6 +261,11 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
             assert all(rate >= 1 for rate in written)  # the floor: never zero
             rec = agent.recorder.latest[("s1", BOTTLENECK)]
             assert "admit_fps" in rec
+            # a window's record carries the search's state (its restarts mark a change
+            # detected even when the restart keeps the gate, as a warm one does)
+            assert windows and all(r["session_restarts"] == 0 for r in windows)
+            assert windows[0]["session_phase"] == "baseline"
+            assert windows[-1]["session_phase"] == "search"
 
     run(scenario())
 
