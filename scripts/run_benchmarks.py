@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,17 @@ Columns = dict[str, dict[str, str]]
 FACT_ROWS = ("commit", "cores / CPU", "load average start / end", "benchmarks run")
 
 
+def _cell(text: str) -> str:
+    """A table cell: a '|' in a measure's name ('|added RTT - 2D|') escaped."""
+    return text.replace("|", "\\|")
+
+
+def _split_row(line: str) -> list[str]:
+    """A table row's cells, split at the unescaped '|' and unescaped (``_cell``'s inverse)."""
+    cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+    return [c.strip().replace("\\|", "|") for c in cells]
+
+
 def _goal(h: dict[str, Any]) -> str:
     return ("<= " if not h["higher_is_better"] else ">= ") + fmt(h["goal"]) + " " + h["unit"]
 
@@ -245,7 +257,7 @@ def _columns(runs: list[dict[str, Any]]) -> tuple[dict[str, str], Columns]:
 def parse_history(block: str) -> tuple[dict[str, str], Columns]:
     """The goals and columns of a history table as written (the inverse of the table)."""
     rows = [
-        [c.strip() for c in line.strip().strip("|").split("|")]
+        _split_row(line)
         for line in block.splitlines()
         if line.strip().startswith("|") and not line.strip().startswith("|---")
     ]
@@ -295,7 +307,8 @@ def history_table(
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label in [*goals, *FACT_ROWS]:
         cells = [cols[i].get(label, "-") for i in ids]
-        lines.append("| " + " | ".join([label, goals.get(label, ""), *cells]) + " |")
+        row = [label, goals.get(label, ""), *cells]
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     return "\n".join(lines)
 
 
@@ -312,10 +325,10 @@ def latest_table(
             None,
         )
         if newest is None:
-            lines.append(f"| {measure} | {goal} | not run | |")
+            lines.append(f"| {_cell(measure)} | {goal} | not run | |")
             continue
         load = cols[newest].get("load average start / end", "?")
-        lines.append(f"| {measure} | {goal} | {cols[newest][measure]} | {newest} ({load}) |")
+        lines.append(f"| {_cell(measure)} | {goal} | {cols[newest][measure]} | {newest} ({load}) |")
     return "\n".join(lines)
 
 

@@ -119,3 +119,18 @@ def test_docs_performance_holds_the_generated_history() -> None:
     assert rb.HISTORY_START in text and rb.HISTORY_END in text
     readme = (ROOT / "README.md").read_text()
     assert rb.LATEST_START in readme and rb.LATEST_END in readme
+
+
+def test_a_pipe_in_a_measure_survives_the_table(tmp_path: Path) -> None:
+    """'delay line: worst |added RTT - 2D|' is escaped in the table and read back whole."""
+    _record(tmp_path, "20260101T000000Z-aaaaaaa", 0.29, 4.0)
+    doc = json.loads((tmp_path / "bench/20260101T000000Z-aaaaaaa/summary.json").read_text())
+    doc["headlines"][0]["measure"] = "delay line: worst |added RTT - 2D|"
+    (tmp_path / "bench/20260101T000000Z-aaaaaaa/summary.json").write_text(json.dumps(doc))
+    table = rb.history_table(rb.load_runs(tmp_path))
+    assert (
+        "| delay line: worst \\|added RTT - 2D\\| | >= 0.5 x real time | 0.29 (missed) |" in table
+    )
+    goals, cols = rb.parse_history(table)
+    assert goals == {"delay line: worst |added RTT - 2D|": ">= 0.5 x real time"}
+    assert cols["20260101T000000Z-aaaaaaa"]["delay line: worst |added RTT - 2D|"] == "0.29 (missed)"
