@@ -204,10 +204,11 @@ def sections(results: Path | Sequence[Path], experiments: Path | None = None) ->
         if source:
             sec.lines += [f"Source: {source}.", ""]
         sec.lines += _paper_table(raw.get("paper") or first.get("paper_numbers") or {})
-        sweep = newest_sweep(results, name) if "sweep" in raw else None
-        if sweep is not None:
+        sweeps = newest_sweeps(results, name) if "sweep" in raw else []
+        if sweeps:
             sec.sweep = True
-            sec.lines += _sweep(sweep, dirs, sec.used)
+            for sweep in sweeps:
+                sec.lines += _sweep(sweep, dirs, sec.used)
         elif not by:
             kind = "sweep file" if "sweep" in raw else "file"
             sec.lines += [
@@ -234,14 +235,22 @@ def body(parts: Sequence[Section]) -> str:
     return "\n".join([BEGIN, "", *(line for sec in parts for line in sec.lines), END])
 
 
-def newest_sweep(results: Path | Sequence[Path], name: str) -> Path | None:
-    """The newest ``<name>/sweep-*`` folder with its sweep.json in any root, if any."""
-    dirs = [
-        d
-        for (exp, run), d in sorted(record_dirs(results).items())
-        if exp == name and run.startswith("sweep-") and (d / "sweep.json").is_file()
-    ]
-    return dirs[-1] if dirs else None
+def newest_sweeps(results: Path | Sequence[Path], name: str) -> list[Path]:
+    """The newest ``<name>/sweep-*`` folder (with its sweep.json, in any root) of each
+    engine that swept the file, in engine order: a sweep on BMv2 does not hide the
+    simulator's."""
+    newest: dict[str, Path] = {}
+    for (exp, run), d in sorted(record_dirs(results).items()):  # run ids sort by time
+        if exp == name and run.startswith("sweep-") and (d / "sweep.json").is_file():
+            newest[_sweep_engine(d)] = d
+    return [newest[e] for e in sorted(newest)]
+
+
+def _sweep_engine(sweep_dir: Path) -> str:
+    try:
+        return str(json.loads((sweep_dir / "sweep.json").read_text()).get("engine") or "?")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return "?"
 
 
 def _sweep(
@@ -262,7 +271,7 @@ def _sweep(
         pt = points.setdefault(row["run"], {"values": [row.get(k) for k in keys], "v": {}})
         pt["v"].setdefault(row["algo"], []).append(row)
     lines = [
-        f"Sweep record `{_rel(sweep_dir)}` ({len(points)} points, "
+        f"Sweep record `{_rel(sweep_dir)}` ({doc.get('engine') or '?'}, {len(points)} points, "
         f"{doc.get('elapsed_s')} s wall); each point is a run record beside it.",
         "",
         "| " + " | ".join(keys) + " | algorithm | port | utilisation | queue (pkt) | drops "

@@ -146,6 +146,41 @@ def test_report_renders_the_newest_sweep_one_row_per_point(tmp_path: Path) -> No
     assert "No run record yet" not in text
 
 
+def test_report_renders_the_newest_sweep_of_each_engine(tmp_path: Path) -> None:
+    """A BMv2 sweep made after the simulator's does not hide it: one table per engine."""
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    (exps / "swept.toml").write_text(
+        '[experiment]\ntitle = "Swept"\n[sweep.grid]\n"admit" = [10, 50]\n'
+    )
+    sweeps = (
+        ("20260101T000000Z", "sim", 0.5),
+        ("20260102T000000Z", "sim", 0.7),
+        ("20260103T000000Z", "bmv2", 0.9),
+    )
+    for stamp, engine, util in sweeps:
+        rows = []
+        for admit in (10, 50):
+            run = f"{stamp}-{engine}-{admit}"
+            (results / "swept" / run).mkdir(parents=True)
+            ports = {"s1->s2": {"util": util, "queue_pkts": 1.0, "drops": 0}}
+            summary = {"results": {"none": {"ports": ports}}}
+            (results / "swept" / run / "summary.json").write_text(json.dumps(summary))
+            row = {"admit": admit, "algo": "none", "metric": "utilisation", "run": run}
+            rows.append({**row, "measured": util, "passed": True})
+        out = results / "swept" / f"sweep-{stamp}"
+        out.mkdir()
+        sweep = {"engine": engine, "grid": {"admit": [10, 50]}, "rows": rows, "elapsed_s": 1}
+        (out / "sweep.json").write_text(json.dumps(sweep))
+    assert update(doc, results, exps).changed
+    text = doc.read_text()
+    bmv2 = text.index("Sweep record `results/swept/sweep-20260103T000000Z` (bmv2, 2 points")
+    sim = text.index("Sweep record `results/swept/sweep-20260102T000000Z` (sim, 2 points")
+    assert bmv2 < sim  # engine order
+    assert "sweep-20260101T000000Z" not in text  # the simulator's older sweep
+    assert "| 50 | none | s1->s2 | 0.9 |" in text and "| 50 | none | s1->s2 | 0.7 |" in text
+
+
 def test_report_fills_variants_a_partial_run_left_out_from_older_records(
     tmp_path: Path,
 ) -> None:
