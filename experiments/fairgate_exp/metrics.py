@@ -253,6 +253,29 @@ def judge(
     return out
 
 
+def in_bounds(value: float | None, e: Expect) -> bool:
+    """Whether ``value`` is known and within the expectation's min and max."""
+    if value is None:
+        return False
+    return (e.min is None or value >= e.min) and (e.max is None or value <= e.max)
+
+
+def bounds_text(e: Expect) -> str:
+    """The expectation's min and max as a verdict shows them (">= 1 and <= 2")."""
+    bounds = [
+        f">= {e.min:g}" if e.min is not None else "",
+        f"<= {e.max:g}" if e.max is not None else "",
+    ]
+    return " and ".join(b for b in bounds if b)
+
+
+def _tcp_window(plan: Plan, tcp: dict[str, Any]) -> tuple[float, float]:
+    """The window a variant's TCP summary was measured over (all generators)."""
+    s = tcp.get("all") or next(iter(tcp.values()), {})
+    win = s.get("window_s", (plan.warmup_s, plan.duration_s))
+    return (float(win[0]), float(win[1]))
+
+
 def _tcp_value(metric: str, tcp: dict[str, Any]) -> float | None:
     """A variant's completion rate (flows/s) or mean FCT (s), all generators."""
     s = tcp.get("all") or next(iter(tcp.values()), {})
@@ -288,27 +311,16 @@ def judge_versus(
                 continue
             got = _tcp_value(e.metric, tcp[name])
             ratio = got / ref if got is not None and ref > 0 else None
-            ok = ratio is not None
-            if ok and e.min is not None:
-                ok = ratio >= e.min
-            if ok and e.max is not None:
-                ok = ratio <= e.max
-            bounds = [
-                f">= {e.min:g}" if e.min is not None else "",
-                f"<= {e.max:g}" if e.max is not None else "",
-            ]
-            s = tcp[name].get("all") or next(iter(tcp[name].values()), {})
-            win = tuple(s.get("window_s", (plan.warmup_s, plan.duration_s)))
             which = "best of " + ", ".join(e.versus) if len(e.versus) > 1 else e.versus[0]
             out.append(
                 Verdict(
                     i,
                     e.metric,
                     label(name),
-                    (float(win[0]), float(win[1])),
-                    ok,
+                    _tcp_window(plan, tcp[name]),
+                    in_bounds(ratio, e),
                     round(ratio, 3) if ratio is not None else None,
-                    " and ".join(b for b in bounds if b) + f" x {which}",
+                    bounds_text(e) + f" x {which}",
                     {"value": got, "reference": ref, "reference_variant": best},
                 )
             )
@@ -318,29 +330,16 @@ def judge_versus(
 def _judge_tcp(plan: Plan, label: str, i: int, e: Expect, tcp: dict[str, Any]) -> Verdict:
     """completion_rate: completed flows/s (all generators); fct: their mean FCT (s)."""
     s = tcp.get("all") or next(iter(tcp.values()), {})
-    win = tuple(s.get("window_s", (plan.warmup_s, plan.duration_s)))
-    if e.metric == "completion_rate":
-        got = s.get("completion_rate_per_s")
-    else:
-        got = (s.get("fct_s") or {}).get("mean")
-    ok = got is not None
-    if ok and e.min is not None:
-        ok = got >= e.min
-    if ok and e.max is not None:
-        ok = got <= e.max
-    bounds = [
-        f">= {e.min:g}" if e.min is not None else "",
-        f"<= {e.max:g}" if e.max is not None else "",
-    ]
+    got = _tcp_value(e.metric, tcp)
     unit = "flows/s" if e.metric == "completion_rate" else "s"
     return Verdict(
         i,
         e.metric,
         label,
-        (float(win[0]), float(win[1])),
-        ok,
+        _tcp_window(plan, tcp),
+        in_bounds(got, e),
         round(got, 3) if got is not None else None,
-        " and ".join(b for b in bounds if b) + f" {unit}",
+        bounds_text(e) + f" {unit}",
         {"outcomes": s.get("outcomes"), "completed_in_window": s.get("completed_in_window")},
     )
 
@@ -530,13 +529,9 @@ def _judge_one(
             per[lab] = round(q, 2) if q is not None else None
     if e.metric == "drops":
         total = sum(per.values())
-        ok = (e.max is None or total <= e.max) and (e.min is None or total >= e.min)
-        bounds = [
-            f">= {e.min:g}" if e.min is not None else "",
-            f"<= {e.max:g}" if e.max is not None else "",
-        ]
-        want = " and ".join(b for b in bounds if b)
-        return Verdict(i, "drops", algo, win, ok, total, want, {"ports": per})
+        return Verdict(
+            i, "drops", algo, win, in_bounds(total, e), total, bounds_text(e), {"ports": per}
+        )
     if e.metric == "utilisation":
         vals = [v for v in per.values() if v is not None]
         worst = min(vals) if vals else 0.0
@@ -554,17 +549,9 @@ def _judge_one(
         vals = [v for v in per.values() if v is not None]
         lo = -math.inf if e.min is None else e.min
         hi = math.inf if e.max is None else e.max
-        want = " and ".join(
-            s
-            for s in (
-                f">= {e.min:g}" if e.min is not None else "",
-                f"<= {e.max:g}" if e.max is not None else "",
-            )
-            if s
-        )
         mean = round(sum(vals) / len(vals), 3) if vals else None
         ok = bool(vals) and all(lo <= v <= hi for v in vals)
-        return Verdict(i, "flow_number", algo, win, ok, mean, want, {"ports": per})
+        return Verdict(i, "flow_number", algo, win, ok, mean, bounds_text(e), {"ports": per})
     tol = float(e.within or 0.0)
     q_ref = plan.q_ref_pkts if e.target is None else float(units.parse_packets(e.target))
     what = "q_ref" if e.target is None else "the target"
@@ -643,19 +630,8 @@ def _judge_ratio(
     top = side(list(e.ports or []) if e.of == "loss_rate" else list(e.flows or []))
     bottom = side(list(e.versus or []))
     got = None if top is None or not bottom else top / bottom
-    ok = got is not None
-    if ok and e.min is not None:
-        ok = got >= e.min  # type: ignore[operator]
-    if ok and e.max is not None:
-        ok = got <= e.max  # type: ignore[operator]
-    want = " and ".join(
-        s
-        for s in (
-            f">= {e.min:g}" if e.min is not None else "",
-            f"<= {e.max:g}" if e.max is not None else "",
-        )
-        if s
-    )
+    ok = in_bounds(got, e)
+    want = bounds_text(e)
     detail |= {"numerator": top, "denominator": bottom}
     return Verdict(
         i,
