@@ -9,11 +9,10 @@ search) that complete in the window.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from fairgate_exp.records import read_tcp_rows
+from fairgate_exp.records import read_tcp_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,8 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin", type=float, default=10.0, help="s before the window's end")
     args = p.parse_args(argv)
     try:
-        summary = json.loads((args.run_dir / "summary.json").read_text())
-        by_algo = read_tcp_rows(args.run_dir)
+        summary, by_algo = read_tcp_run(args.run_dir)
     except (OSError, ValueError, KeyError) as exc:
         print(f"session_fct_arrived: {exc}", file=sys.stderr)
         return 2

@@ -9,12 +9,11 @@ the hosts, and the flows open (connected, not yet completed) at the window's edg
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fairgate_exp.records import read_tcp_rows
+from fairgate_exp.records import read_tcp_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("variants", nargs="*", help="default: every variant of the run")
     args = p.parse_args(argv)
     try:
-        summary = json.loads((args.run_dir / "summary.json").read_text())
-        by_algo = read_tcp_rows(args.run_dir)
+        summary, by_algo = read_tcp_run(args.run_dir)
     except (OSError, ValueError, KeyError) as exc:
         print(f"session_flow_balance: {exc}", file=sys.stderr)
         return 2

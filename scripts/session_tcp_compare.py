@@ -12,13 +12,12 @@ A run recorded before tcp.csv had ``syn_retrans`` and ``retrans`` shows "-" ther
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairgate_exp.records import read_tcp_rows
+from fairgate_exp.records import read_tcp_run
 
 MSS = 1448
 #: size classes in segments: (label, lowest, highest); the paper's Table II splits at 10 kB
@@ -118,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     names, profiles = [], []
     for run in args.runs:
         try:
-            summary = json.loads((run / "summary.json").read_text())
-            rows = read_tcp_rows(run).get(args.variant)
+            summary, by_algo = read_tcp_run(run)
+            rows = by_algo.get(args.variant)
             res = summary["results"][args.variant]
         except (OSError, ValueError, KeyError) as exc:
             print(f"session_tcp_compare: {run}: {exc}", file=sys.stderr)

@@ -107,3 +107,10 @@ def read_tcp_rows(run_dir: Path) -> dict[str, list[dict[str, str]]]:
         for r in csv.DictReader(f):
             by.setdefault(r["algo"], []).append(r)
     return by
+
+
+def read_tcp_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, str]]]]:
+    """A run folder's ``summary.json`` and its ``tcp.csv`` rows by variant
+    (``read_tcp_rows``): what the session scripts read of a run. OSError, ValueError and
+    KeyError reach the caller."""
+    return json.loads((run_dir / "summary.json").read_text()), read_tcp_rows(run_dir)
