@@ -22,6 +22,23 @@ hosts = [{ name = "c", switch = "s1" }, { name = "srv", switch = "s2" }]
 links = [{ a = "s1", b = "s2", capacity = "200pkt/s", buffer = "64pkt", gate_syn = true }]
 """
 
+#: Poisson uploads c -> srv at 40 flows/s of 2 kB, 12 s with 2 s of warm-up (the gate tests)
+SMALL = """
+[[tcp]]
+name = "small"
+src = "c"
+dst = "srv"
+kind = "poisson"
+arrival_rate = 40.0
+mean_size = "2kB"
+drain = "2s"
+
+[experiment]
+duration = "12s"
+warmup = "2s"
+algorithms = ["none"]
+"""
+
 
 def test_bulk_flow_completes_at_link_speed(tmp_path: Path) -> None:
     path = tmp_path / "bulk.toml"
@@ -60,21 +77,9 @@ def test_static_gate_bounds_completions(tmp_path: Path) -> None:
         NET
         + """
 variants = [{ name = "open" }, { name = "gate-10", admit_rate = 10.0 }]
-
-[[tcp]]
-name = "small"
-src = "c"
-dst = "srv"
-kind = "poisson"
-arrival_rate = 40.0
-mean_size = "2kB"
-drain = "2s"
-
-[experiment]
-duration = "12s"
-warmup = "2s"
-algorithms = ["none"]
-
+"""
+        + SMALL
+        + """
 [[expect]]
 metric = "completion_rate"
 max = 11.0
@@ -182,21 +187,9 @@ VERSUS = (
     + """
 variants = [{ name = "open" }, { name = "gate-5", admit_rate = 5.0 },
             { name = "gate-10", admit_rate = 10.0 }]
-
-[[tcp]]
-name = "small"
-src = "c"
-dst = "srv"
-kind = "poisson"
-arrival_rate = 40.0
-mean_size = "2kB"
-drain = "2s"
-
-[experiment]
-duration = "12s"
-warmup = "2s"
-algorithms = ["none"]
-
+"""
+    + SMALL
+    + """
 # each gate against the best of the other variants' completion rates (open: about 4x)
 [[expect]]
 metric = "completion_rate"
