@@ -85,7 +85,15 @@ def link_latest(run_dir: Path) -> None:
 
 
 def write_json(path: Path, doc: Any) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    """``doc`` as indented JSON, written whole or not at all: to a temporary file beside
+    ``path``, then renamed over it, so a reader polling the run folder (the live
+    dashboard waits for summary.json) never sees it empty or half written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,29 @@ def test_flow_count_expands_users_and_uplink(tmp_path: Path) -> None:
     )
     with pytest.raises(Exception, match="last user starts after it stops"):
         load(path)
+
+
+def test_write_json_replaces_the_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader polling the folder sees the old document or the new one, never a truncated
+    file: until the rename, summary.json still holds the old document (the live dashboard
+    read an empty summary.json once, while the driver was writing it)."""
+    import os
+
+    from fairgate_exp import records
+
+    path = tmp_path / "summary.json"
+    records.write_json(path, {"old": 1})
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        seen.append(path.read_text())  # what a reader sees just before the rename
+        real_replace(src, dst)
+
+    monkeypatch.setattr(records.os, "replace", replace)
+    records.write_json(path, {"new": 2})
+    assert json.loads(seen[0]) == {"old": 1}
+    assert json.loads(path.read_text()) == {"new": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary left
