@@ -157,7 +157,11 @@ async def measure(
 ) -> tuple[Run, dict[str, dict[str, float]] | None]:
     names = [(f"s{i + 1}", sw.grpc_address) for i, sw in enumerate(switches)]
     config = ControlConfig(
-        algo="qfcp", session="strategy1", period_s=period_s, session_window_s=period_s / 10
+        algo="qfcp",
+        session="strategy1",
+        period_s=period_s,
+        session_window_s=period_s / 10,
+        session_completions="reverse",  # each switch is a network of its own: no neighbour
     )
     recorder = Recorder(records)
     agents = []

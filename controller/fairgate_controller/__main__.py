@@ -98,11 +98,15 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--session-completions",
-        choices=["reverse", "same"],
-        default="reverse",
-        help="where session control counts completed flows: FINs leaving the switch's other "
-        "ports, i.e. the servers' FINs on the reverse path ('reverse', default), or FINs "
-        "leaving the gated port itself ('same'; retransmitted FINs are counted again)",
+        choices=["downstream", "reverse", "same"],
+        default="downstream",
+        help="where session control counts completed flows (FINs) and admitted ones (SYNs "
+        "through, SYN-ACKs back): at the switch at the gated link's far end, the clients' "
+        "FINs and SYNs leaving its other ports, i.e. those that got through the gated "
+        "queue ('downstream', default; a gated port towards a host falls back to "
+        "'reverse'); the servers' FINs and SYN-ACKs leaving this switch's other ports "
+        "('reverse'; retransmitted when the clients' ACKs are dropped in the gated queue), "
+        "or FINs leaving the gated port itself ('same'; retransmitted FINs count again)",
     )
     p.add_argument(
         "--q-ref",

@@ -46,6 +46,8 @@ from fairgate_controller.algorithms import (
 )
 from fairgate_controller.records import Recorder
 from fairgate_controller.routes import compute_routes
+from fairgate_controller.session_counts import Downstream, SessionBoard, downstream_of
+from fairgate_controller.session_counts import step as downstream_step
 from fairgate_controller.telemetry import (
     COUNTERS,
     SIM_QUEUE_DROPS,
@@ -98,7 +100,8 @@ class ControlConfig:
     period_min_s: float = 0.001
     period_max_s: float = 1.0
     session_window_s: float = 1.0
-    session_completions: Literal["reverse", "same"] = "reverse"
+    # where session control counts flows (SwitchAgent.completions / handshakes)
+    session_completions: Literal["downstream", "reverse", "same"] = "downstream"
     min_rate_kbps: int = 8
     q_ref_pkts: float = 10.0
     meter_burst: int = ent.METER_BURST_DEFAULT
@@ -194,6 +197,9 @@ class SwitchAgent:
     # perf_counter at the last step's start, read, computed, written (benchmarks)
     times: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     updates: int = 0  # in the last Write
+    # The topology's switches' session_events as last read, shared by its agents: the
+    # "downstream" counts of a gated port are its neighbour's (session_counts.py).
+    board: SessionBoard | None = None
 
     def __post_init__(self) -> None:
         self.ports = self.topo.switch_ports(self.spec.name)
@@ -202,6 +208,11 @@ class SwitchAgent:
         self.qbuckets = queue_buckets(depth, self.config.queue_target_pkts())
         self.rbuckets = rtt_buckets()
         self.windows = {p.port: _SessionWindow() for p in self.ports if p.admission}
+        # per gated port: where its flows are counted after its queue ("downstream")
+        # and the neighbour's (FINs, SYNs) totals its last period used
+        self.downstream: dict[int, Downstream] = {}
+        self.downstream_prev: dict[int, tuple[int, int] | None] = {}
+        self.completions_from = self._completions_sources()
         self.period_s = self.config.period_s or INITIAL_INTERVAL_S
         ficcrd = self.config.ficcrd
         self.owned_tables = OWNED_TABLES + (fc.TABLES if ficcrd else ())
@@ -518,6 +529,8 @@ class SwitchAgent:
             self.port_prev[port.port] = (snap, now)
             self.port_due[port.port] = now + self.interval_of(port.port)
             self.drop_est[port.port] = QueueDropEstimator()
+        for port in self.downstream_prev:  # the neighbour's totals re-baselined too
+            self.downstream_prev[port] = None
 
     def tick(self, snap: Snapshot, now: float) -> tuple[list[Any], list[Any]]:
         """One read of the counters at `now`: every port whose interval has ended is
@@ -531,6 +544,8 @@ class SwitchAgent:
             xcp_writes, xcp_info = self.xcp.step(snap, now)
             self.xcp_pending.update(xcp_info)
             self.xcp_tick_s()
+        if self.board is not None:
+            self.board.publish(self.spec.name, snap)
         if self.prev is None:
             self.baseline(snap, now)
             return xcp_writes, []
@@ -645,16 +660,63 @@ class SwitchAgent:
                 )
             if port.port in self.windows:  # gated: its session step (FINs of every port)
                 meter = self._session_step(
-                    port.port,
-                    m,
-                    (self.completions(port.port, delta), self.handshakes(port.port, delta)),
-                    period,
-                    record,
+                    port.port, m, self.session_counts(port.port, delta), period, record
                 )
                 if meter is not None:
                     meters.append(meter)
             self.recorder.write(record)
         return writes, meters
+
+    def _completions_sources(self) -> dict[int, str]:
+        """Per gated port, where its session counts come from: the configured mode, but
+        "reverse" for a "downstream" port whose link leads to a host (no switch counts
+        its flows after the queue; logged). "downstream" needs the agents to share a
+        ``SessionBoard``: without one, a ValueError."""
+        mode = self.config.session_completions
+        if self.config.session == "off":
+            return {}
+        out: dict[int, str] = {}
+        for port in self.windows:
+            out[port] = mode
+            if mode != "downstream":
+                continue
+            where = downstream_of(self.topo, self.spec.name, port)
+            if where is None:
+                LOG.warning(
+                    "%s: gated port %d leads to a host: nothing counts its flows after the "
+                    "queue, so session control counts them on this switch's other ports "
+                    "(--session-completions reverse)",
+                    self.spec.name,
+                    port,
+                )
+                out[port] = "reverse"
+                continue
+            if self.board is None:
+                raise ValueError(
+                    f"{self.spec.name}: --session-completions downstream counts gated port "
+                    f"{port}'s flows at {where.switch}: the agents must share a SessionBoard "
+                    "(app.build_agents and the simulator pass one)"
+                )
+            self.downstream[port] = where
+            self.downstream_prev[port] = None
+        return out
+
+    def session_counts(self, port: int, delta: Snapshot) -> tuple[int, int]:
+        """(completions, handshakes) of gated `port` in this period, counted where
+        ``completions_from`` says: "downstream", the clients' FINs and SYNs that left
+        the neighbour switch towards the servers (they got through this port's queue;
+        session_counts.py); "reverse" / "same", ``completions`` and ``handshakes``
+        of this switch's own counters."""
+        where = self.downstream.get(port)
+        if where is None:
+            return self.completions(port, delta), self.handshakes(port, delta)
+        assert self.board is not None
+        now = self.board.totals(where)
+        if now is None:  # the neighbour not read yet
+            return 0, 0
+        counts = downstream_step(self.downstream_prev[port], now)
+        self.downstream_prev[port] = now
+        return counts
 
     def completions(self, port: int, delta: Snapshot) -> int:
         """Flows completed through gated `port` in this period, counted as FINs.
@@ -667,6 +729,7 @@ class SwitchAgent:
         switch's other ports: the servers' FINs, sent once a flow's data has
         all arrived, on the uncongested reverse path. This assumes the other
         ports carry the reverse path of the gated port's flows and little else.
+        ("downstream", the default, counts at the next switch: ``session_counts``.)
         """
         if self.config.session_completions == "same":
             return event_count(delta, port, g.FG_EVENT_FIN)
@@ -703,6 +766,7 @@ class SwitchAgent:
         window.handshakes += handshakes
         record["completions"] = completions
         record["handshakes"] = handshakes
+        record["completions_from"] = self.completions_from.get(port)
         record["admit_fps"] = self.admit.get(port)
         if window.seconds < self.config.session_window_s:
             return None

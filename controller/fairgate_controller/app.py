@@ -14,6 +14,7 @@ import finsy as fy
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.liveness import tune_finsy, watch
 from fairgate_controller.records import Recorder
+from fairgate_controller.session_counts import SessionBoard
 from fairgate_controller.thrift_cli import QueueSetting, read_registers, set_queues
 from fairgate_controller.topology import Topology
 from fairgate_p4 import artifacts
@@ -32,6 +33,7 @@ def build_agents(
     queue_setter: QueueSetter | None = set_queues,
     register_reader: RegisterReader | None = read_registers,
 ) -> list[SwitchAgent]:
+    board = SessionBoard()  # the switches' session counts, shared (session_counts.py)
     return [
         SwitchAgent(
             spec,
@@ -40,6 +42,7 @@ def build_agents(
             recorder,
             queue_setter=queue_setter,
             register_reader=register_reader,
+            board=board,
         )
         for spec in topo.switches.values()
     ]

@@ -11,11 +11,12 @@ histogram's open last bucket: the queue estimate saturated), rtt_mean_s (null
 when no packet carried one), syn_admitted, syn_dropped, syn_ungated, fins, rsts; with a rate
 algorithm also rate_Bps, rate_kbps (what was written), congested and the
 algorithm's diagnostics (e.g. N, n_hat, q_bytes, T_s); with session control
-admit_fps (null = no gating), completions (FINs counted for the gated port, see
-SwitchAgent.completions) and, at the end of each window,
-window_completions_fps and window_admitted_fps; with FICCRD its per-period event counts
-(ficcrd.port_events) and, for a core queue, ficcrd_q0_pkts, ficcrd_mapr_kbps,
-ficcrd_queue_pkts and ficcrd_dpf (ficcrd.core_state; the last three only when the
+admit_fps (null = no gating), completions and handshakes (FINs and SYNs or SYN-ACKs
+counted for the gated port, see SwitchAgent.session_counts), completions_from (where
+they were counted: downstream, reverse or same) and, at the end of each window,
+window_completions_fps, window_admitted_fps and window_connected_fps; with FICCRD its
+per-period event counts (ficcrd.port_events) and, for a core queue, ficcrd_q0_pkts,
+ficcrd_mapr_kbps, ficcrd_queue_pkts and ficcrd_dpf (ficcrd.core_state; the last three only when the
 switch's registers were read).
 """
 

@@ -29,6 +29,7 @@ from typing import Any
 from fairgate_controller import ficcrd as fc
 from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.records import Recorder
+from fairgate_controller.session_counts import SessionBoard
 from fairgate_sim.ficcrd import SimFiccrd
 from fairgate_sim.network import Network
 from fairgate_sim.switch import SimSwitch
@@ -59,6 +60,7 @@ class SimController:
     def __post_init__(self) -> None:
         clock = self.net.clock
         topo = self.net.spec.topo
+        board = SessionBoard()  # as app.build_agents: "downstream" session counts
         for name, spec in topo.switches.items():
             agent = SwitchAgent(
                 spec,
@@ -67,6 +69,7 @@ class SimController:
                 self.recorder,
                 clock=lambda: clock.now,
                 wall=lambda: clock.now,
+                board=board,
             )
             sw = self.net.switches[name]
             # What install() writes: buckets (the switch uses the agent's), admission

@@ -229,7 +229,13 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
         fake = FakeP4Runtime()
         clock = Clock()
         async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
-            agent = agent_for(parse(dumbbell()), clock, session="strategy1", session_window_s=1.0)
+            agent = agent_for(
+                parse(dumbbell()),
+                clock,
+                session="strategy1",
+                session_window_s=1.0,
+                session_completions="reverse",  # one switch's counters (this fake)
+            )
             await agent.install(sw)
             meter_id = fake.schema.meters[g.METER_SYN_METER].id
             assert fake.meters[(meter_id, BOTTLENECK)] is None  # unconfigured: admit all
@@ -305,10 +311,11 @@ def test_refused_writes_are_logged_and_the_loop_goes_on(caplog: pytest.LogCaptur
 
 
 @pytest.mark.parametrize("mode,expected", [("reverse", 7 + 2), ("same", 40)])
-def test_completions_count_reverse_fins_by_default(mode: str, expected: int) -> None:
+def test_completions_count_reverse_fins_or_the_gated_ports(mode: str, expected: int) -> None:
     """Retransmitted client FINs on a congested gated port would inflate the
-    completion rate; by default completions are the FINs leaving the switch's
-    other ports (the servers' FINs)."""
+    completion rate; "reverse" counts the FINs leaving the switch's other ports (the
+    servers' FINs), "same" those of the gated port. (The default, "downstream":
+    tests/unit/controller_io/test_session_counts.py.)"""
     agent = agent_for(parse(dumbbell()), Clock(), session="strategy1", session_completions=mode)
 
     def fin(port: int) -> int:
@@ -324,7 +331,9 @@ def test_completions_count_reverse_fins_by_default(mode: str, expected: int) -> 
 def test_handshakes_count_syn_acks_of_the_other_ports() -> None:
     """Strategy 2's admissions are the servers' SYN-ACKs on the reverse path (flows that
     got through the gate and the queue behind it), not the SYNs the gate passed."""
-    agent = agent_for(parse(dumbbell()), Clock(), session="strategy2")
+    agent = agent_for(
+        parse(dumbbell()), Clock(), session="strategy2", session_completions="reverse"
+    )
 
     def ev(port: int, event: int) -> int:
         return (port << g.FG_SESSION_EVENT_BITS) | event

@@ -172,7 +172,13 @@ def test_a_period_is_one_read_and_one_write() -> None:
         fake = FakeP4Runtime()
         clock = Clock()
         async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
-            agent = agent_for(parse(dumbbell()), clock, session="strategy1", session_window_s=0.05)
+            agent = agent_for(
+                parse(dumbbell()),
+                clock,
+                session="strategy1",
+                session_window_s=0.05,
+                session_completions="reverse",  # one switch's counters (this fake)
+            )
             await agent.install(sw)
             reads, writes = len(fake.reads), len(fake.writes)
             await agent.step(sw)  # baseline: reads, writes nothing
