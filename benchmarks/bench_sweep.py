@@ -4,7 +4,8 @@ over one local process per core, and on a Dask LocalCluster of as many worker pr
 The sweep (``SWEEP`` below: 4 points, a 20-user Lestas dumbbell, 16 simulated seconds
 each: 4 s made each point about a second of CPU once the simulator was compiled, so the
 pool's and the cluster's fixed start-up, 1-3 s, was most of what the modes compared; real
-sweeps run minutes per point) runs as ``python -m fairgate_exp run <file> --workers N [--scheduler local]``
+sweeps run minutes per point) runs as
+``python -m fairgate_exp run <file> --workers N [--scheduler local]``
 would, each mode in a child process, alternating the modes ``--rounds`` times; reported
 per mode: the median wall time, the CPU time of the child and everything it waited for
 (``RUSAGE_CHILDREN``: the pool's or the cluster's processes), and the speed-up (serial
