@@ -9,9 +9,10 @@ from growing faster than TCP would over the same round trips:
 
 - slow start stops at ssthresh within an update, the rest of the bytes count in congestion
   avoidance (TCP's slow start does this per ack);
-- congestion avoidance adds at most one MSS per sRTT since the previous feedback (at least
-  one MSS per update): TCP's +MSS per round trip. ``MSS x acked / cwnd`` alone assumes the
-  acked bytes left at the current window; after aging they left at a many times larger one.
+- congestion avoidance adds ``MSS x acked / cwnd`` up to one MSS per sRTT since the
+  previous feedback (a cap never below one MSS): TCP's +MSS per round trip. The formula
+  alone assumes the acked bytes left at the current window; after aging they left at a
+  many times larger one.
 
 A loss halves the rate (at most once per sRTT); a timeout (persistent congestion) sets
 ssthresh to half the rate and restarts from one MSS per sRTT in slow start. While feedback is
