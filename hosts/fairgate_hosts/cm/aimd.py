@@ -2,11 +2,27 @@
 
 The rate is kept as a TCP window would be: ``cwnd = rate x srtt``. Per acknowledged byte the
 window grows like TCP's (slow start: +1 byte per byte acked below ssthresh; congestion
-avoidance: +MSS x acked / cwnd), so the increase is never faster than TCP's. A loss halves the
-rate (at most once per sRTT); a timeout (persistent congestion) sets ssthresh to half the rate
-and restarts from one MSS per sRTT in slow start. While feedback is missing for more than one
-sRTT, the rate halves once, then again every *minimum* RTT (the half-life the paper found
-stable; ``aging_basis`` selects the sRTT or no aging instead, for the paper's Figs. 4 and 6).
+avoidance: +MSS x acked / cwnd), so the increase is never faster than TCP's. One feedback may
+acknowledge the bytes of several round trips at once (a probe response every few RTTs), sent
+at rates the window no longer has (aging halved it since), so two bounds keep one update
+from growing faster than TCP would over the same round trips:
+
+- slow start stops at ssthresh within an update, the rest of the bytes count in congestion
+  avoidance (TCP's slow start does this per ack);
+- congestion avoidance adds ``MSS x acked / cwnd`` up to one MSS per sRTT since the
+  previous feedback (a cap never below one MSS): TCP's +MSS per round trip. The formula
+  alone assumes the acked bytes left at the current window; after aging they left at a
+  many times larger one.
+
+A loss halves the rate (at most once per sRTT); a timeout (persistent congestion) sets
+ssthresh to half the rate and restarts from one MSS per sRTT in slow start. While feedback is
+missing for more than one sRTT, the rate halves once, then again every *minimum* RTT (the
+half-life the paper found stable; ``aging_basis`` selects the sRTT or no aging instead, for
+the paper's Figs. 4 and 6). Aging leaves ssthresh where the last loss put it (as TCP's
+congestion window validation, RFC 2861, keeps ssthresh when an idle window decays): it acts
+for want of feedback, not on a congestion signal, so the next response without loss
+slow-starts back up to ssthresh and from there grows additively. A loss the next response
+reports still halves the aged rate (aging does not count as that period's decrease).
 
 An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
 ``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
@@ -98,15 +114,22 @@ class AimdRate:
         """``acked_bytes`` newly delivered without loss (rtt sample optional)."""
         if rtt_us is not None:
             self.rtt.sample(rtt_us)
+        previous_us = self.last_feedback_us
         self.mark_feedback(now_us)
         if acked_bytes <= 0:
             return
         srtt_s = self.srtt_us / 1e6
         cwnd = self.rate_Bps * srtt_s
+        acked = float(acked_bytes)
         if self.slow_start:
-            cwnd += acked_bytes
-        else:
-            cwnd += self.mss * acked_bytes / max(cwnd, float(self.mss))
+            grown = min(acked, self.ssthresh_Bps * srtt_s - cwnd)
+            cwnd += grown
+            acked -= grown
+        if acked > 0:
+            rounds = 1.0
+            if previous_us is not None:
+                rounds = max(1.0, (now_us - previous_us) / self.srtt_us)
+            cwnd += min(self.mss * acked / max(cwnd, float(self.mss)), self.mss * rounds)
         self.rate_Bps = cwnd / srtt_s
         self._clamp()
 
