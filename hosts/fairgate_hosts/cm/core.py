@@ -199,9 +199,12 @@ class CongestionManager:
         if nsent < 0:
             raise ValueError("nsent must be >= 0")
         mf = self.macroflows[self._flow(fid).dst]
-        self._grants(mf, now_us)  # the credit up to now, before the debt
+        # the credit up to now, before the debt: the grants it pays for are made here and
+        # must reach their flows (dropping them lost the bytes an app had requested: the
+        # audio app sharing its CM with TCP/CM waited for them for ever, skipping frames)
+        events = self._dispatch(self._grants(mf, now_us))
         mf.credit -= nsent
-        return self.notify(fid, nsent, now_us)
+        return events + self.notify(fid, nsent, now_us)
 
     def update(
         self,

@@ -206,6 +206,25 @@ def test_charged_bytes_are_paid_from_the_rate() -> None:
         CongestionManager(CMConfig()).charge(0, -1, 0)
 
 
+def test_charge_delivers_the_grants_it_makes() -> None:
+    """``charge`` first grants what the credit up to now pays for; those grants are events
+    like any other. Dropped, an app's requested bytes left the scheduler without reaching
+    it: the BMv2 audio app (sharing its CM with TCP/CM, whose kernel retransmissions are
+    charged) kept two frames it thought were pending and skipped most frames after that."""
+    cfg = CMConfig(mss=MSS, initial_rate_Bps=100_000, probing=False, aging="off")
+    cm = CongestionManager(cfg)
+    audio, tcp = cm.open("h1", "h2"), cm.open("h1", "h2")
+    cm.tick(0)
+    cm.request(audio, 800, 0)  # two 400 B frames; the credit is spent, nothing granted yet
+    cm.request(tcp, 10_000_000, 0)
+    events = cm.charge(tcp, 1448, 20_000)  # 20 ms later: 2000 B of credit before the debt
+    granted = [e for e in events if isinstance(e, AppNotify)]
+    assert AppNotify(audio, 800) in granted
+    # every byte the scheduler gave out was handed to someone
+    assert cm.macroflows["h2"].sched.flows[audio].pending == 0
+    assert sum(e.nbytes for e in granted) == cm.flows[audio].granted + cm.flows[tcp].granted
+
+
 def test_cm_change_rate_and_update_with_explicit_rate() -> None:
     cm = CongestionManager(CMConfig(initial_rate_Bps=50_000, probing=False))
     seen: list[float] = []
