@@ -18,6 +18,24 @@ def test_resolve_kernel_cc_names() -> None:
         kernel_cc.resolve_kernel_cc("no-such-cc")
 
 
+def test_unregister_trusts_the_kernels_list_over_bpftools_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listed = [True]
+
+    def bpftool_fails(cmd: list[str], stdout: object = None) -> None:
+        listed[0] = still_listed
+        raise kernel_cc.KernelCCError("bpftool struct_ops unregister: can't unload fg_cm id 7")
+
+    monkeypatch.setattr(kernel_cc, "registered", lambda: listed[0])
+    monkeypatch.setattr(kernel_cc, "_run", bpftool_fails)
+    still_listed = False  # ours went, a lingering older map did not: fine
+    kernel_cc.unregister()
+    listed[0], still_listed = True, True  # still registered afterwards: the error stands
+    with pytest.raises(kernel_cc.KernelCCError, match="can't unload"):
+        kernel_cc.unregister()
+
+
 def test_fg_cm_window_is_huge_on_a_real_socket(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("registering fg_cm needs root (sudo make test)")
