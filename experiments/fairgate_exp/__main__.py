@@ -250,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     verdict = "all expectations met" if summary["passed"] else "some expectations FAILED"
+    if not summary["verdicts"]:
+        verdict = f"nothing judged, {len(summary.get('measured', []))} values measured"
     print(f"experiment: {verdict}; record in {run_dir}")
     if served is not None and not args.dashboard_exit:
         print(f"dashboard: still serving {served.url} ; Ctrl-C stops it", flush=True)

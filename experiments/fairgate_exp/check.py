@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from fairgate_exp import units
-from fairgate_exp.schema import Expect, ExperimentFile
+from fairgate_exp.schema import Expect, ExperimentFile, Measured, Selector
 
 
 def _err(msg: str) -> Exception:
@@ -106,71 +106,18 @@ def check(exp: ExperimentFile) -> None:
             )
         if start >= end:
             raise _err(f"phases[{i}] ({p.name}): start {p.start} is not before its end")
-    algos = set(exp.experiment.algorithms)
     phases = [p.name for p in exp.phases]
     flows = flow_names(exp) + cm_names(exp) + bulk_names(exp)
     variants = [v.name for v in exp.variants]
     _dupes("variant", variants)
     for i, e in enumerate(exp.expect):
         where = f"expect[{i}] ({e.metric})"
-        if e.phase is not None and e.phase not in phases:
-            raise _err(f"{where}: unknown phase {e.phase!r}{_near(e.phase, phases)}")
-        for a in e.algorithms or []:
-            if a not in algos:
-                raise _err(f"{where}: algorithm {a!r} is not among experiment.algorithms")
-        cm_apps = e.metric == "ratio" and e.of == "cm_loss"  # flows: CM app names
-        for f in [] if cm_apps else e.flows or []:
-            if f not in flows:
-                raise _err(f"{where}: unknown flow {f!r}{_near(f, flows)}")
-        if e.metric in ("maxmin", "flow_rate", "jain", "convergence"):
-            if not exp.measure.flows:
-                raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
-            bulk = bulk_names(exp) and e.metric != "flow_rate"
-            if not exp.flows and not bulk and not (e.metric == "flow_rate" and exp.cm):
-                raise _err(f"{where}: there are no paced flows to measure")
-        if e.metric in ("maxmin", "queue", "convergence") and e.within is None:
-            raise _err(f'{where}: needs within (e.g. within = "10%")')
-        if e.metric in ("utilisation", "jain", "goodput") and e.min is None:
-            raise _err(f"{where}: needs min (e.g. min = 0.95)")
-        if e.metric == "flow_number":
-            if e.min is None and e.max is None:
-                raise _err(f"{where}: needs min or max (the equivalent number of flows)")
-            if "rcp" in (e.algorithms or algos):
-                raise _err(f"{where}: rcp estimates no number of flows (qfcp: N, lestas: N-hat)")
-        if e.metric == "drops" and e.max is None and e.min is None:
-            raise _err(f"{where}: needs max (e.g. max = 0) or min")
-        if e.metric == "goodput" and not bulk_names(exp):
-            raise _err(f'{where}: there are no bulk TCP flows to measure (kind = "bulk")')
-        if e.metric == "flow_rate" and (e.value is None or e.within is None or not e.flows):
-            raise _err(f"{where}: needs flows, value and within")
-        for v in e.variants or []:
-            if v not in variants:
-                raise _err(f"{where}: unknown variant {v!r}{_near(v, variants)}")
-        if e.metric in ("completion_rate", "fct"):
-            if not exp.tcp:
-                raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
-            if e.min is None and e.max is None:
-                raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
-            for v in e.versus or []:
-                if v not in variants:
-                    raise _err(f"{where}: unknown variant {v!r} in versus{_near(v, variants)}")
-            if e.versus is not None and not e.versus:
-                raise _err(f"{where}: versus names the variants to compare with")
-        if e.metric == "settling":
-            _check_settling(exp, where, e)
-        if e.metric == "ratio":
-            _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
-            if e.min is None and e.max is None:
-                raise _err(f"{where}: needs min or max (e.g. min = 0.8, max = 1.25)")
-        elif e.of != "flow_rate" or (
-            e.versus is not None and e.metric not in ("completion_rate", "fct")
-        ):
-            raise _err(
-                f'{where}: of and versus belong to metric = "ratio" (versus also to '
-                "completion_rate and fct: other variants)"
-            )
-        if e.metric == "queue" and e.target is None and "lestas" not in (e.algorithms or algos):
-            raise _err(f"{where}: only lestas regulates the queue to q_ref (or give a target)")
+        _check_selectors(exp, where, e, flows, variants, phases)
+        _check_bounds(exp, where, e)
+    for i, m in enumerate(exp.measure.metrics):
+        where = f"measure.metrics[{i}] ({m.metric})"
+        _check_selectors(exp, where, m, flows, variants, phases)
+        _check_measured(where, m)
     check_scale_sets(exp)
     if exp.sweep is not None:
         doc = exp.model_dump(mode="json", exclude={"sweep"})
@@ -187,6 +134,99 @@ def check(exp: ExperimentFile) -> None:
                     f"sweep.zip.{key}: needs a [sweep.grid] whose first list has distinct "
                     f"values and as many as this one ({len(values)})"
                 )
+
+
+def _check_selectors(
+    exp: ExperimentFile,
+    where: str,
+    e: Selector,
+    flows: list[str],
+    variants: list[str],
+    phases: list[str],
+) -> None:
+    """What an expectation and a measured metric share: the names they select exist and
+    the run records what the metric needs."""
+    algos = set(exp.experiment.algorithms)
+    if e.phase is not None and e.phase not in phases:
+        raise _err(f"{where}: unknown phase {e.phase!r}{_near(e.phase, phases)}")
+    for a in e.algorithms or []:
+        if a not in algos:
+            raise _err(f"{where}: algorithm {a!r} is not among experiment.algorithms")
+    cm_apps = e.metric == "ratio" and e.of == "cm_loss"  # flows: CM app names
+    for f in [] if cm_apps else e.flows or []:
+        if f not in flows:
+            raise _err(f"{where}: unknown flow {f!r}{_near(f, flows)}")
+    if e.metric in ("maxmin", "flow_rate", "jain", "convergence"):
+        if not exp.measure.flows:
+            raise _err(f"{where}: flow rates are not recorded (measure.flows = false)")
+        bulk = bulk_names(exp) and e.metric != "flow_rate"
+        if not exp.flows and not bulk and not (e.metric == "flow_rate" and exp.cm):
+            raise _err(f"{where}: there are no paced flows to measure")
+    if e.metric == "flow_number" and "rcp" in (e.algorithms or algos):
+        raise _err(f"{where}: rcp estimates no number of flows (qfcp: N, lestas: N-hat)")
+    if e.metric == "goodput" and not bulk_names(exp):
+        raise _err(f'{where}: there are no bulk TCP flows to measure (kind = "bulk")')
+    if e.metric == "flow_rate" and (e.value is None or not e.flows):
+        need = "flows, value and within" if isinstance(e, Expect) else "flows and value"
+        raise _err(f"{where}: needs {need}")
+    for v in e.variants or []:
+        if v not in variants:
+            raise _err(f"{where}: unknown variant {v!r}{_near(v, variants)}")
+    if e.metric in ("completion_rate", "fct", "settling") and not exp.tcp:
+        raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
+    if e.metric in ("completion_rate", "fct"):
+        for v in e.versus or []:
+            if v not in variants:
+                raise _err(f"{where}: unknown variant {v!r} in versus{_near(v, variants)}")
+        if e.versus is not None and not e.versus:
+            raise _err(f"{where}: versus names the variants to compare with")
+    if e.metric == "ratio":
+        _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
+    elif e.of != "flow_rate" or (
+        e.versus is not None and e.metric not in ("completion_rate", "fct")
+    ):
+        raise _err(
+            f'{where}: of and versus belong to metric = "ratio" (versus also to '
+            "completion_rate and fct: other variants)"
+        )
+    if e.metric == "queue" and e.target is None and "lestas" not in (e.algorithms or algos):
+        raise _err(f"{where}: only lestas regulates the queue to q_ref (or give a target)")
+
+
+def _check_bounds(exp: ExperimentFile, where: str, e: Expect) -> None:
+    """An expectation judges: the tolerance or bounds its metric is judged by."""
+    if e.metric in ("maxmin", "queue", "convergence") and e.within is None:
+        raise _err(f'{where}: needs within (e.g. within = "10%")')
+    if e.metric in ("utilisation", "jain", "goodput") and e.min is None:
+        raise _err(f"{where}: needs min (e.g. min = 0.95)")
+    if e.metric == "flow_number" and e.min is None and e.max is None:
+        raise _err(f"{where}: needs min or max (the equivalent number of flows)")
+    if e.metric == "drops" and e.max is None and e.min is None:
+        raise _err(f"{where}: needs max (e.g. max = 0) or min")
+    if e.metric == "flow_rate" and e.within is None:
+        raise _err(f"{where}: needs flows, value and within")
+    if e.metric in ("completion_rate", "fct") and e.min is None and e.max is None:
+        raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
+    if e.metric == "settling":
+        _check_settling(exp, where, e)
+    if e.metric == "ratio" and e.min is None and e.max is None:
+        raise _err(f"{where}: needs min or max (e.g. min = 0.8, max = 1.25)")
+
+
+def _check_measured(where: str, m: Measured) -> None:
+    """A measured metric is recorded as the expectation of its selectors would measure
+    it, never judged: no tolerance (but convergence's band), no settling (a judgement
+    across variants)."""
+    if m.metric == "settling":
+        raise _err(f"{where}: settling is judged across variants; make it an [[expect]]")
+    if m.metric == "convergence" and m.within is None:
+        raise _err(f'{where}: needs within (the band that counts as converged, e.g. "10%")')
+    if m.metric != "convergence" and m.within is not None:
+        raise _err(
+            f"{where}: within is a tolerance to judge by and a measured metric is not "
+            "judged (only convergence takes within: its band); to judge it, make it an "
+            "[[expect]]"
+        )
 
 
 def _check_settling(exp: ExperimentFile, where: str, e: Expect) -> None:

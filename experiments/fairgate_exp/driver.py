@@ -13,6 +13,7 @@ from typing import Any
 from fairgate_exp import records, settling
 from fairgate_exp.engine import Engine
 from fairgate_exp.metrics import (
+    Measurement,
     Verdict,
     active_in,
     flow_rates,
@@ -22,6 +23,7 @@ from fairgate_exp.metrics import (
     judge_versus,
     loss_rate,
     mean_in,
+    measured_entries,
     port_rows,
     retrans_in,
     tcp_summaries,
@@ -110,10 +112,13 @@ def run_algo(
     tcp_summary = tcp_summaries(plan, tcp)
     cm_facts = (facts or {}).get("cm") if isinstance(facts, dict) else None
     verdicts = judge(plan, algo, rates, rows, tcp_summary, label, cm_facts)
+    values = judge(plan, algo, rates, rows, tcp_summary, label, cm_facts, measured_entries(plan))
+    measured = [Measurement.of(v) for v in values]  # the same code, no verdict kept
     return {
         "rates": rates,
         "rows": rows,
         "verdicts": verdicts,
+        "measured": measured,
         "engine": facts,
         "tcp": tcp,
         "tcp_summary": tcp_summary,
@@ -244,6 +249,7 @@ def run(
     flow_rows: list[dict[str, Any]] = []
     port_rows_all: list[dict[str, Any]] = []
     verdicts: list[Verdict] = []
+    measured: list[Measurement] = []
     per_algo: dict[str, Any] = {}
     t0 = time.monotonic()
     tcp_rows: list[dict[str, Any]] = []
@@ -297,15 +303,22 @@ def run(
             ]
         port_rows_all += [{"algo": algo, **r} for r in res["rows"]]
         verdicts += res["verdicts"]
+        measured += res["measured"]
         per_algo[algo] = _algo_summary(p, res, algo)
         if progress is None:
-            for v in res["verdicts"]:
+            for v in [*res["verdicts"], *res["measured"]]:
                 say("  " + v.line())
     for algo, tcp_of in variant_tcp.items():  # expectations against other variants
         across = judge_versus(plan, algo, tcp_of, lambda n, a=algo: _label_of(plan, a, n))
         verdicts += across
         for v in across:
             say("  " + v.line())
+        values = judge_versus(
+            plan, algo, tcp_of, lambda n, a=algo: _label_of(plan, a, n), measured_entries(plan)
+        )
+        for m in map(Measurement.of, values):
+            measured.append(m)
+            say("  " + m.line())
     cross = settling.judge_settling(enumerate(plan.file.expect), per_algo)
     if any(e.metric == "settling" for e in plan.file.expect) and not cross:
         say(
@@ -334,6 +347,8 @@ def run(
         "elapsed_s": round(time.monotonic() - t0, 1),
         "passed": all(v.passed for v in verdicts),
         "verdicts": [v.to_json() for v in verdicts],
+        # [measure] metrics: values without a verdict (the sweep table's, the report's)
+        "measured": [m.to_json() for m in measured],
         "results": per_algo,
         "paper_numbers": dict(plan.file.paper),
     }

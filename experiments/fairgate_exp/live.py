@@ -1,6 +1,7 @@
 """The terminal view of a run (rich): a progress bar per algorithm (simulated or wall
 seconds, ETA) with a live line of per-port utilisation, queue and stamped rate, and a
-final table of every expectation against what was measured."""
+final table of every expectation against what was measured, and the values measured
+without a verdict (``[measure]`` metrics)."""
 
 from __future__ import annotations
 
@@ -61,4 +62,11 @@ def verdict_table(summary: dict[str, Any]) -> Table:
         cells[(v["expect"], v["algo"])] = f"{mark} {v['measured']}"
     for idx, metric, want in keys:
         table.add_row(f"{metric} {want}", *(cells.get((idx, a), "-") for a in algos))
+    measured: dict[tuple[int, str], dict[str, str]] = {}  # [measure] metrics: no verdict
+    for m in summary.get("measured", []):
+        t0, t1 = m["window_s"]
+        key = (m["measure"], f"{m['metric']} measured ({t0:g}-{t1:g} s)")
+        measured.setdefault(key, {})[m["algo"]] = str(m["measured"])
+    for (_idx, label), by in measured.items():
+        table.add_row(label, *(by.get(a, "-") for a in algos))
     return table

@@ -165,6 +165,45 @@ class Verdict:
         }
 
 
+@dataclass
+class Measurement:
+    """A value recorded without a verdict (``[measure]`` metrics): what the expectation
+    of the same selectors measures (``Verdict.measured``), never judged."""
+
+    index: int
+    metric: str
+    algo: str
+    window: tuple[float, float]
+    measured: Any
+    detail: dict[str, Any]
+
+    @classmethod
+    def of(cls, v: Verdict) -> Measurement:
+        return cls(v.index, v.metric, v.algo, v.window, v.measured, v.detail)
+
+    def line(self) -> str:
+        return f"MEASURED [{self.algo}] {self.metric}: {self.measured}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "measure": self.index,
+            "metric": self.metric,
+            "algo": self.algo,
+            "window_s": list(self.window),
+            "measured": self.measured,
+            "detail": self.detail,
+        }
+
+
+def measured_entries(plan: Plan) -> list[tuple[int, Expect]]:
+    """The file's ``[measure]`` metrics as expectations without bounds (their index in
+    ``measure.metrics``): the judging code measures them, its verdict is dropped."""
+    return [
+        (i, Expect.model_validate(m.model_dump(exclude_none=True)))
+        for i, m in enumerate(plan.file.measure.metrics)
+    ]
+
+
 def tcp_summaries(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
     """Per TCP generator, the hosts' client summary (``traffic.records.summarize``):
     completions per second whose end falls in [warm-up, the generator's stop), FCT
@@ -230,12 +269,14 @@ def judge(
     tcp: dict[str, Any] | None = None,
     label: str | None = None,
     cm: dict[str, Any] | None = None,
+    entries: list[tuple[int, Expect]] | None = None,
 ) -> list[Verdict]:
     """Every expectation that applies to this run; ``label`` names the run in the
-    verdicts (the algorithm, or the variant); ``cm``: the engine's facts per CM app."""
+    verdicts (the algorithm, or the variant); ``cm``: the engine's facts per CM app;
+    ``entries``: (index, expectation) to judge instead of the file's ``[[expect]]``."""
     out = []
     variant = plan.variant.name if plan.variant is not None else None
-    for i, e in enumerate(plan.file.expect):
+    for i, e in entries if entries is not None else enumerate(plan.file.expect):
         if e.algorithms is not None and algo not in e.algorithms:
             continue
         if e.variants is not None and variant not in e.variants:
@@ -285,15 +326,19 @@ def _tcp_value(metric: str, tcp: dict[str, Any]) -> float | None:
 
 
 def judge_versus(
-    plan: Plan, algo: str, tcp: dict[str, dict[str, Any]], label: Callable[[str], str]
+    plan: Plan,
+    algo: str,
+    tcp: dict[str, dict[str, Any]],
+    label: Callable[[str], str],
+    entries: list[tuple[int, Expect]] | None = None,
 ) -> list[Verdict]:
     """The completion_rate / fct expectations with ``versus``: each judged variant's value
     over the best of the ``versus`` variants' (the largest completion rate, the smallest
     mean FCT), measured in the same run set, against min / max. ``tcp``: the TCP summary
     of each variant that ran, by variant name; an expectation whose variants did not all
-    run (``--variant``) gets no verdict."""
+    run (``--variant``) gets no verdict. ``entries`` as for ``judge``."""
     out = []
-    for i, e in enumerate(plan.file.expect):
+    for i, e in entries if entries is not None else enumerate(plan.file.expect):
         if e.metric not in ("completion_rate", "fct") or e.versus is None:
             continue
         if e.algorithms is not None and algo not in e.algorithms:
@@ -467,7 +512,7 @@ def _judge_one(
             win,
             index >= (e.min or 0),
             round(index, 4),
-            f">= {e.min:g}",
+            bounds_text(e),
             {"normalised_by": "max-min share", "flows": errs},
         )
     if e.metric == "flow_rate":
@@ -501,7 +546,7 @@ def _judge_one(
             win,
             ratio is not None and ratio >= (e.min or 0),
             ratio,
-            f">= {e.min:g} of {port}'s capacity",
+            f"{bounds_text(e)} of {port}'s capacity",
             {"port": port, "flows": sorted(f.name for f in plan.tcp_flows)},
         )
     # port metrics
@@ -542,7 +587,7 @@ def _judge_one(
             win,
             bool(vals) and worst >= (e.min or 0),
             worst,
-            f">= {e.min:g}",
+            bounds_text(e),
             {"ports": per},
         )
     if e.metric == "flow_number":

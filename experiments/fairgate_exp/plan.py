@@ -634,13 +634,15 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 raise _err(f"measure.ports: unknown port {lab!r} (ports are {', '.join(labels)})")
         plan.measured = [labels[lab] for lab in wanted]
     measured = {ports[k].label for k in plan.measured}
-    for i, e in enumerate(exp.expect):
+    entries = [(f"expect[{i}]", e) for i, e in enumerate(exp.expect)]
+    entries += [(f"measure.metrics[{i}]", m) for i, m in enumerate(exp.measure.metrics)]
+    for at, e in entries:
         loss_ratio = e.metric == "ratio" and e.of == "loss_rate"
         for lab in (e.ports or []) + ((e.versus or []) if loss_ratio else []):
             if lab not in labels:
-                raise _err(f"expect[{i}] ({e.metric}): unknown port {lab!r}")
+                raise _err(f"{at} ({e.metric}): unknown port {lab!r}")
             if lab not in measured:
-                raise _err(f"expect[{i}] ({e.metric}): port {lab} is not recorded (measure.ports)")
+                raise _err(f"{at} ({e.metric}): port {lab} is not recorded (measure.ports)")
     return plan
 
 

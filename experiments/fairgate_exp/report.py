@@ -121,6 +121,7 @@ def _merge_variants(docs: list[dict[str, Any]]) -> dict[str, Any]:
         return merged
     results, algos = dict(newest["results"]), list(newest["algos"])
     verdicts = list(newest["verdicts"])
+    measured = list(newest.get("measured", []))
     for older in reversed(docs[:-1]):
         take = [a for a in older["algos"] if a in labels and a not in results]
         if not take:
@@ -129,12 +130,14 @@ def _merge_variants(docs: list[dict[str, Any]]) -> dict[str, Any]:
             results[a] = older["results"][a]
             algos.append(a)
         verdicts += [v for v in older["verdicts"] if v["algo"] in take]
+        measured += [m for m in older.get("measured", []) if m["algo"] in take]
         merged["_dirs"].append(older["_dir"])
     order = {a: i for i, a in enumerate(labels)}
     return merged | {
         "results": results,
         "algos": sorted(algos, key=lambda a: order.get(a, len(order))),
         "verdicts": verdicts,
+        "measured": measured,
     }
 
 
@@ -270,12 +273,14 @@ def _sweep(
     for row in doc.get("rows", []):
         pt = points.setdefault(row["run"], {"values": [row.get(k) for k in keys], "v": {}})
         pt["v"].setdefault(row["algo"], []).append(row)
+    # a sweep.json before [measure] metrics has verdict rows only (no "measure" key)
+    values = any(row.get("measure") is not None for row in doc.get("rows", []))
     lines = [
         f"Sweep record `{_rel(sweep_dir)}` ({doc.get('engine') or '?'}, {len(points)} points, "
         f"{doc.get('elapsed_s')} s wall); each point is a run record beside it.",
         "",
         "| " + " | ".join(keys) + " | algorithm | port | utilisation | queue (pkt) | drops "
-        "| verdicts |",
+        f"| {'measured; verdicts' if values else 'verdicts'} |",
         "|" + "---|" * (len(keys) + 6),
     ]
     for run, pt in points.items():
@@ -289,10 +294,7 @@ def _sweep(
             summary = {}
         for algo, verdicts in pt["v"].items():
             ports = summary.get("results", {}).get(algo, {}).get("ports", {}) or {"-": {}}
-            cells = "; ".join(
-                f"{v['metric']} {'pass' if v['passed'] else '**FAIL**'} {_fmt(v['measured'])}"
-                for v in verdicts
-            )
+            cells = "; ".join(_sweep_cell(v) for v in sorted(verdicts, key=_measured_first))
             for lab, p in ports.items():
                 figs = [_fmt(p[k]) if p.get(k) is not None else "-" for k in _PORT_FIGS]
                 values = " | ".join(_fmt(v) for v in pt["values"])
@@ -301,6 +303,18 @@ def _sweep(
 
 
 _PORT_FIGS = ("util", "queue_pkts", "drops")
+
+
+def _measured_first(row: dict[str, Any]) -> bool:
+    return row.get("measure") is None
+
+
+def _sweep_cell(row: dict[str, Any]) -> str:
+    """A sweep row as its table cell: ``<metric> <value>`` for a measured value, ``<metric>
+    pass|**FAIL** <value>`` for a verdict."""
+    if row.get("measure") is not None:
+        return f"{row['metric']} {_fmt(row['measured'])}"
+    return f"{row['metric']} {'pass' if row['passed'] else '**FAIL**'} {_fmt(row['measured'])}"
 
 
 def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
@@ -346,13 +360,15 @@ def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
         flow_lines.append(f"| {label} | {flow} | {shown} | " + " | ".join(cells) + " |")
     lines += flow_lines
     lines += _figure_rows(by, cols, head)
-    lines += ["", f"| expectation | {head} |", "|---|" + "---|" * len(cols)]
+    lines += _measured_rows(by, cols, head)
     seen: list[tuple[int, str]] = []
     for s in by.values():
         for v in s["verdicts"]:
             key = (v["expect"], v["metric"])
             if key not in seen:
                 seen.append(key)
+    if seen or not any(s.get("measured") for s in by.values()):
+        lines += ["", f"| expectation | {head} |", "|---|" + "---|" * len(cols)]
     for idx, metric in sorted(seen):
         want = ""
         found: list[dict[str, Any] | None] = [
@@ -403,6 +419,47 @@ def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     # one blank line between tables (the TCP table's own and the next one's meet without
     # a flow table between them)
     return [x for i, x in enumerate(lines) if x or i == 0 or lines[i - 1]]
+
+
+def _measured_rows(
+    by: dict[tuple[str, str], dict[str, Any]], cols: list[tuple[str, str, str]], head: str
+) -> list[str]:
+    """The ``[measure]`` metrics of the records (``measured``; older records have none):
+    one row per metric, its value per column, not judged."""
+    seen: list[tuple[int, str]] = []
+    for s in by.values():
+        for m in s.get("measured", []):
+            if (m["measure"], m["metric"]) not in seen:
+                seen.append((m["measure"], m["metric"]))
+    if not seen:
+        return []
+    out = ["", f"| measured (not judged) | {head} |", "|---|" + "---|" * len(cols)]
+    for idx, metric in sorted(seen):
+        found = [
+            next(
+                (
+                    m
+                    for m in by[(eng, scale)].get("measured", [])
+                    if m["measure"] == idx and m["algo"] == algo and m["metric"] == metric
+                ),
+                None,
+            )
+            for eng, scale, algo in cols
+        ]
+        windows = {tuple(m["window_s"]) for m in found if m is not None}
+        cells = [
+            "-"
+            if m is None
+            else _fmt(m["measured"])
+            + (f" ({m['window_s'][0]:g}-{m['window_s'][1]:g} s)" if len(windows) > 1 else "")
+            for m in found
+        ]
+        label = metric
+        if len(windows) == 1:
+            (w,) = windows
+            label += f" ({w[0]:g}-{w[1]:g} s)"
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out
 
 
 def _figure_rows(

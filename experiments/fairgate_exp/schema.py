@@ -273,17 +273,6 @@ class CapacityChange(Strict):
     capacity: LineRateStr
 
 
-class Measure(Strict):
-    ports: list[str] | None = None  # "s1->s2" / "s1->h1"; default: every link's a -> b
-    flows: bool = True
-    sample: PosTimeStr = "200ms"  # per-flow rate sampling
-    # per-flow traces in the run record (traces.csv): every sample, each CM and bulk TCP
-    # flow's sequence number (packets delivered so far), its rate and its loss events so
-    # far (TCP: retransmissions; CM: the macroflow's rate halvings on loss)
-    traces: bool = False
-    queue: Literal["histogram", "exact"] = "histogram"
-
-
 Metric = Literal[
     "maxmin",
     "utilisation",
@@ -308,13 +297,11 @@ Metric = Literal[
 RatioOf = Literal["flow_rate", "loss_rate", "cm_loss"]
 
 
-class Expect(Strict):
-    """One judged expectation. ``within`` is a relative tolerance; ``min``/``max`` bounds."""
+class Selector(Strict):
+    """What a metric is taken over: the keys an ``[[expect]]`` and a ``[measure]`` metric
+    share (the metric, its ports or flows, its window, the runs it applies to)."""
 
     metric: Metric
-    within: Fraction | None = None
-    min: float | None = None
-    max: float | None = None
     ports: list[str] | None = None  # utilisation/drops/queue; default: every measured port
     flows: list[Name] | None = None  # flow_rate/jain/maxmin; default: every flow
     value: RateStr | None = None  # flow_rate: the expected rate
@@ -329,6 +316,52 @@ class Expect(Strict):
     # is judged against min/max (metrics.judge_versus)
     of: RatioOf = "flow_rate"
     versus: list[str] | None = None
+
+
+class Expect(Selector):
+    """One judged expectation. ``within`` is a relative tolerance; ``min``/``max`` bounds."""
+
+    within: Fraction | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+def _measured(v: Any) -> Any:
+    """A ``[measure]`` metric: a metric name alone (``"completion_rate"``) or a table of
+    an expectation's selectors; bounds are refused (a measured value is not judged)."""
+    if isinstance(v, str):
+        return {"metric": v}
+    if isinstance(v, dict):
+        bounds = [k for k in ("min", "max") if k in v]
+        if bounds:
+            raise ValueError(
+                f"{' and '.join(bounds)}: a measured metric is recorded, not judged "
+                "(no bounds); to judge it, make it an [[expect]]"
+            )
+    return v
+
+
+class Measured(Selector):
+    """One value recorded without a verdict: what the ``[[expect]]`` of the same selectors
+    would measure, in the run record's ``measured`` (and a sweep's table), never PASS/FAIL.
+    ``within`` only for ``convergence``, where it defines the band that counts as
+    converged; elsewhere it is a tolerance to judge by, which a measured value has none of."""
+
+    within: Fraction | None = None
+
+
+class Measure(Strict):
+    ports: list[str] | None = None  # "s1->s2" / "s1->h1"; default: every link's a -> b
+    flows: bool = True
+    sample: PosTimeStr = "200ms"  # per-flow rate sampling
+    # per-flow traces in the run record (traces.csv): every sample, each CM and bulk TCP
+    # flow's sequence number (packets delivered so far), its rate and its loss events so
+    # far (TCP: retransmissions; CM: the macroflow's rate halvings on loss)
+    traces: bool = False
+    queue: Literal["histogram", "exact"] = "histogram"
+    # values recorded without a verdict (``Measured``): the sweep table's and the report's
+    # measured columns, e.g. metrics = ["completion_rate"]
+    metrics: list[Annotated[Measured, BeforeValidator(_measured)]] = Field(default_factory=list)
 
 
 class Sweep(Strict):

@@ -183,20 +183,11 @@ def run_sweep(
         n += 1
         out_dir = results / name / f"sweep-{stamp}.{n}"
     out_dir.mkdir(parents=True)
-    rows = []
-    for pt, res in zip(points, outs, strict=True):
-        for v in res["summary"]["verdicts"]:
-            rows.append(
-                {
-                    **pt,
-                    "algo": v["algo"],
-                    "expect": v["expect"],
-                    "metric": v["metric"],
-                    "measured": v["measured"],
-                    "passed": v["passed"],
-                    "run": Path(res["run_dir"]).name,
-                }
-            )
+    rows = [
+        row
+        for pt, res in zip(points, outs, strict=True)
+        for row in sweep_rows(pt, res["summary"], Path(res["run_dir"]).name)
+    ]
     with (out_dir / "sweep.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["run"])
         w.writeheader()
@@ -220,8 +211,63 @@ def run_sweep(
         + "\n"
     )
     _plot(out_dir, next(iter(exp.sweep.grid)), rows)
-    say(f"sweep {name}: {sum(r['passed'] for r in rows)}/{len(rows)} verdicts pass; {out_dir}")
+    judged = [r for r in rows if r["measure"] is None]
+    say(
+        f"sweep {name}: {sum(bool(r['passed']) for r in judged)}/{len(judged)} verdicts pass, "
+        f"{len(rows) - len(judged)} values measured; {out_dir}"
+    )
     return out_dir
+
+
+def sweep_rows(point: dict[str, Any], summary: dict[str, Any], run: str) -> list[dict[str, Any]]:
+    """The table's rows of one point: each verdict (``expect``: its index, ``passed``)
+    and each measured value (``measure``: its index in ``[measure]`` metrics, ``passed``
+    empty: not judged), every row with the same columns."""
+    verdicts = [
+        _row(point, v, run, expect=v["expect"], passed=v["passed"])
+        for v in summary.get("verdicts", [])
+    ]
+    measured = [_row(point, m, run, measure=m["measure"]) for m in summary.get("measured", [])]
+    return verdicts + measured
+
+
+def _row(
+    point: dict[str, Any],
+    v: dict[str, Any],
+    run: str,
+    expect: int | None = None,
+    measure: int | None = None,
+    passed: bool | None = None,
+) -> dict[str, Any]:
+    return {
+        **point,
+        "algo": v["algo"],
+        "expect": expect,
+        "measure": measure,
+        "metric": v["metric"],
+        "measured": v["measured"],
+        "passed": passed,
+        "run": run,
+    }
+
+
+def row_label(row: dict[str, Any]) -> str:
+    """A table row's series: ``<algo> <metric>#<expect>`` for a verdict, ``<algo>
+    <metric> (measured #<index>)`` for a measured value (old tables: verdicts only)."""
+    if row.get("measure") is not None:
+        return f"{row['algo']} {row['metric']} (measured #{row['measure']})"
+    return f"{row['algo']} {row['metric']}#{row.get('expect')}"
+
+
+def plot_series(key: str, rows: list[dict[str, Any]]) -> dict[str, list[tuple[str, float]]]:
+    """The plot's lines: per ``row_label`` (verdicts and measured values alike), the swept
+    ``key``'s value against what was measured, in row order; a point measured nothing
+    (None) is left out."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for r in rows:
+        if r["measured"] is not None:
+            out.setdefault(row_label(r), []).append((str(r[key]), float(r["measured"])))
+    return out
 
 
 def _plot(out_dir: Path, key: str, rows: list[dict[str, Any]]) -> None:
@@ -231,14 +277,8 @@ def _plot(out_dir: Path, key: str, rows: list[dict[str, Any]]) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for (algo, idx, metric), group in itertools.groupby(
-        sorted(rows, key=lambda r: (r["algo"], r["expect"], r["metric"])),
-        key=lambda r: (r["algo"], r["expect"], r["metric"]),
-    ):
-        pts = [(str(r[key]), float(r["measured"])) for r in group]
-        ax.plot(
-            [p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{algo} {metric}#{idx}"
-        )
+    for label, pts in plot_series(key, rows).items():
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
     ax.set_xlabel(key)
     ax.set_ylabel("measured (see sweep.csv)")
     ax.legend(fontsize=7)

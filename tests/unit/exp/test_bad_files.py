@@ -191,6 +191,52 @@ CASES = {
         ),
         ["capacity_changes[0].capacity"],
     ),
+    "measure_unknown_metric": (
+        GOOD + '\n[measure]\nmetrics = ["completon_rate"]\n',
+        ["measure.metrics[0].metric", "'completon_rate' is not allowed", "'completion_rate'"],
+    ),
+    "measure_with_min": (
+        GOOD + '\n[[measure.metrics]]\nmetric = "jain"\nmin = 1.0\n',
+        ["measure.metrics[0]: min: a measured metric is recorded, not judged", "[[expect]]"],
+    ),
+    "measure_with_min_and_max": (
+        GOOD + '\n[measure]\nmetrics = [{ metric = "drops", min = 0, max = 5 }]\n',
+        ["measure.metrics[0]: min and max: a measured metric is recorded, not judged"],
+    ),
+    "measure_with_a_tolerance": (
+        GOOD + '\n[measure]\nmetrics = [{ metric = "maxmin", within = "10%" }]\n',
+        ["measure.metrics[0] (maxmin): within is a tolerance to judge by"],
+    ),
+    "measure_convergence_without_band": (
+        GOOD + '\n[measure]\nmetrics = ["convergence"]\n',
+        ["measure.metrics[0] (convergence): needs within (the band"],
+    ),
+    "measure_settling": (
+        GOOD + '\n[[tcp]]\nname = "up"\nsrc = "h1"\ndst = "r1"\n'
+        '\n[measure]\nmetrics = [{ metric = "settling", phase = "steady" }]\n',
+        ["measure.metrics[0] (settling): settling is judged across variants", "[[expect]]"],
+    ),
+    "measure_completion_rate_without_tcp": (
+        GOOD + '\n[measure]\nmetrics = ["completion_rate"]\n',
+        ["measure.metrics[0] (completion_rate): there are no TCP flows to measure"],
+    ),
+    "measure_unknown_flow": (
+        GOOD + '\n[measure]\nmetrics = [{ metric = "jain", flows = ["f2"] }]\n',
+        ["measure.metrics[0] (jain): unknown flow 'f2'", "did you mean 'f1'"],
+    ),
+    "measure_unknown_phase": (
+        GOOD + '\n[measure]\nmetrics = [{ metric = "drops", phase = "stedy" }]\n',
+        ["measure.metrics[0] (drops): unknown phase 'stedy'", "did you mean 'steady'"],
+    ),
+    "measure_unrecorded_port": (
+        GOOD
+        + '\n[measure]\nports = ["s1->s2"]\nmetrics = [{ metric = "drops", ports = ["s2->s1"] }]\n',
+        ["measure.metrics[0] (drops): port s2->s1 is not recorded"],
+    ),
+    "measure_flow_rate_without_value": (
+        GOOD + '\n[measure]\nmetrics = [{ metric = "flow_rate", flows = ["f1"] }]\n',
+        ["measure.metrics[0] (flow_rate): needs flows and value"],
+    ),
     "unknown_phase": (
         GOOD + '\n[[expect]]\nmetric = "drops"\nmax = 0\nphase = "stedy"\n',
         ["unknown phase 'stedy'", "did you mean 'steady'"],
@@ -204,6 +250,26 @@ def test_bad_file(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     line = run_check(tmp_path, text, capsys)
     for want in wants:
         assert want in line, line
+
+
+def test_measured_metrics_pass_without_bounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric name alone, or a table of an expectation's selectors (convergence with its
+    band), is a measured metric: accepted without min/max."""
+    path = tmp_path / "exp.toml"
+    path.write_text(
+        GOOD + '\n[measure]\nmetrics = ["utilisation", "drops", '
+        '{ metric = "jain", flows = ["f1"], phase = "steady" }, '
+        '{ metric = "convergence", within = "10%" }]\n'
+    )
+    assert main(["check", str(path)]) == 0, capsys.readouterr().err
+    from fairgate_exp.load import load
+
+    plan = load(str(path))
+    measured = plan.file.measure.metrics
+    assert [m.metric for m in measured] == ["utilisation", "drops", "jain", "convergence"]
+    assert measured[2].flows == ["f1"] and measured[2].phase == "steady"
 
 
 def test_non_utf8_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -302,3 +302,136 @@ def test_report_puts_one_blank_line_after_a_tcp_table_with_no_flow_table(tmp_pat
     text = doc.read_text()
     assert "| paced senders' losses (BMv2) | 0 | 1 |" in text
     assert "| window | flow |" not in text and "\n\n\n" not in text
+
+
+def test_report_renders_measured_values_without_a_verdict(tmp_path: Path) -> None:
+    """A record's [measure] metrics are a table of their own, no pass/FAIL; an older
+    record (verdicts only) renders as before, without that table."""
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    _record(results, "20260101T000000Z-sim-lab-aaaaaaa", 97.0)  # demo: verdicts only
+    run = results / "gates" / "20260101T000000Z-sim-file-aaaaaaa"
+    run.mkdir(parents=True)
+    rates = {"static": 41.25, "search": 44.0}
+    summary = {
+        "experiment": "gates",
+        "run_id": run.name,
+        "engine": "sim",
+        "scale": "file",
+        "factor": 1.0,
+        "algos": list(rates),
+        "results": {v: {"flows": {}} for v in rates},
+        "verdicts": [],
+        "measured": [
+            {
+                "measure": 0,
+                "metric": "completion_rate",
+                "algo": v,
+                "window_s": [10, 35],
+                "measured": r,
+                "detail": {},
+            }
+            for v, r in rates.items()
+        ],
+    }
+    (run / "summary.json").write_text(json.dumps(summary))
+    update(doc, results, exps)
+    text = doc.read_text()
+    gates = text[text.index("(`gates`)") :]
+    assert "| measured (not judged) | sim file static | sim file search |" in gates
+    assert "| completion_rate (10-35 s) | 41.2 | 44 |" in gates
+    assert "| expectation |" not in gates and "pass" not in gates
+    demo = text[text.index("(`demo`)") : text.index("(`gates`)")]
+    assert "| expectation | sim lab qfcp |" in demo and "pass 0.03" in demo
+    assert "measured (not judged)" not in demo
+
+
+def test_report_sweep_shows_measured_values_beside_old_verdict_rows(tmp_path: Path) -> None:
+    """A sweep's measured rows are cells without pass/FAIL; a sweep.json of verdict rows
+    only (before [measure] metrics) keeps its "verdicts" column."""
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    for name in ("admit", "old"):
+        (exps / f"{name}.toml").write_text('[sweep.grid]\n"admit" = [10, 50]\n')
+    for name, measured in (("admit", True), ("old", False)):
+        rows = []
+        for admit, rate in ((10, 9.5), (50, 41.0)):
+            run = f"20260101T000000Z-{name}-{admit}"
+            (results / name / run).mkdir(parents=True)
+            ports = {"s1->s2": {"util": 0.5, "queue_pkts": 1.0, "drops": 0}}
+            (results / name / run / "summary.json").write_text(
+                json.dumps({"results": {"none": {"ports": ports}}})
+            )
+            row = {"admit": admit, "algo": "none", "metric": "completion_rate", "run": run}
+            if measured:
+                rows.append({**row, "expect": None, "measure": 0, "measured": rate, "passed": None})
+                rows.append(
+                    {
+                        **row,
+                        "metric": "drops",
+                        "expect": 0,
+                        "measure": None,
+                        "measured": 0,
+                        "passed": True,
+                    }
+                )
+            else:
+                rows.append({**row, "expect": 0, "measured": rate, "passed": True})
+        out = results / name / "sweep-20260101T000000Z"
+        out.mkdir()
+        sweep = {"engine": "sim", "grid": {"admit": [10, 50]}, "rows": rows, "elapsed_s": 1}
+        (out / "sweep.json").write_text(json.dumps(sweep))
+    update(doc, results, exps)
+    text = doc.read_text()
+    new = text[text.index("(`admit`)") : text.index("(`old`)")]
+    assert (
+        "| admit | algorithm | port | utilisation | queue (pkt) | drops | measured; verdicts |"
+        in new
+    )
+    assert "| 50 | none | s1->s2 | 0.5 | 1 | 0 | completion_rate 41; drops pass 0 |" in new
+    old = text[text.index("(`old`)") :]
+    assert "| drops | verdicts |" in old
+    assert "| 50 | none | s1->s2 | 0.5 | 1 | 0 | completion_rate pass 41 |" in old
+
+
+def test_report_fills_measured_values_of_variants_from_older_records(tmp_path: Path) -> None:
+    from fairgate_exp.report import newest_runs
+
+    results = tmp_path / "results"
+    for run_id, variants in (
+        ("20260101T000000Z-a", ["static", "search"]),
+        ("20260102T000000Z-b", ["search"]),
+    ):
+        run = results / "gates" / run_id
+        run.mkdir(parents=True)
+        exp = {
+            "experiment": {"algorithms": ["none"]},
+            "variants": [{"name": "static"}, {"name": "search"}],
+        }
+        (run / "experiment.json").write_text(json.dumps(exp))
+        measured = [
+            {
+                "measure": 0,
+                "metric": "completion_rate",
+                "algo": v,
+                "window_s": [0, 1],
+                "measured": float(len(run_id) + i),
+            }
+            for i, v in enumerate(variants)
+        ]
+        summary = {
+            "experiment": "gates",
+            "run_id": run_id,
+            "engine": "sim",
+            "scale": "file",
+            "factor": 1.0,
+            "algos": variants,
+            "results": {v: {} for v in variants},
+            "verdicts": [],
+            "measured": measured,
+        }
+        (run / "summary.json").write_text(json.dumps(summary))
+    merged = newest_runs(results)["gates"][("sim", "file")]
+    by = {m["algo"]: m["measured"] for m in merged["measured"]}
+    assert by == {"search": 18.0, "static": 18.0}  # search from the newest, static older
+    assert len(merged["_dirs"]) == 2

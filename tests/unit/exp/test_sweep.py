@@ -59,7 +59,7 @@ def test_zip_of_another_length_is_refused(tmp_path: Path) -> None:
 
 def _check(out: Path) -> None:
     rows = list(csv.DictReader((out / "sweep.csv").open()))
-    by = {r["links.0.capacity"]: r for r in rows}
+    by = {r["links.0.capacity"]: r for r in rows if r["measure"] == ""}  # the verdicts
     assert set(by) == {"300pkt/s", "600pkt/s"}
     # a at half of 300 pkt/s meets 150 pkt/s; at 600 pkt/s it gets 300 and does not
     assert by["300pkt/s"]["passed"] == "True" and by["600pkt/s"]["passed"] == "False"
@@ -163,3 +163,81 @@ def test_negative_workers_are_refused(tmp_path: Path) -> None:
     path.write_text(SWEPT)
     with pytest.raises(SystemExit, match="--workers must be >= 0"):
         run_sweep(str(path), None, None, tmp_path / "r", -1, say=lambda _m: None)
+
+
+MEASURED = SWEPT.replace(
+    "[[expect]]",
+    '[measure]\nmetrics = ["utilisation", { metric = "flow_rate", flows = ["a"], '
+    'value = "150pkt/s" }]\n\n[[expect]]',
+)
+
+
+def test_measured_metrics_are_rows_without_a_verdict(tmp_path: Path) -> None:
+    """[measure] metrics become rows of their own, measured by the expectations' code
+    (the measured flow_rate is the verdict's own number) and never judged."""
+    import json
+
+    from fairgate_exp.sweep import plot_series
+
+    path = tmp_path / "measured.toml"
+    path.write_text(MEASURED)
+    said: list[str] = []
+    out = run_sweep(str(path), None, None, tmp_path / "r", workers=1, say=said.append)
+    _check(out)
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    judged = [r for r in rows if r["expect"] != ""]
+    measured = [r for r in rows if r["measure"] != ""]
+    assert len(judged) == 2 and len(measured) == 4 and len(rows) == 6
+    assert all(r["measure"] == "" and r["passed"] in ("True", "False") for r in judged)
+    assert all(r["expect"] == "" and r["passed"] == "" for r in measured)
+    for cap in ("300pkt/s", "600pkt/s"):
+        (verdict,) = [r for r in judged if r["links.0.capacity"] == cap]
+        (rate,) = [r for r in measured if r["links.0.capacity"] == cap and r["measure"] == "1"]
+        (util,) = [r for r in measured if r["links.0.capacity"] == cap and r["measure"] == "0"]
+        assert rate["metric"] == "flow_rate" and rate["measured"] == verdict["measured"]
+        assert util["metric"] == "utilisation" and 0.5 < float(util["measured"]) <= 1.0
+    run = Path(json.loads((out / "sweep.json").read_text())["runs"][0])
+    summary = json.loads((run / "summary.json").read_text())
+    assert [v["expect"] for v in summary["verdicts"]] == [0]
+    assert [(m["measure"], m["metric"]) for m in summary["measured"]] == [
+        (0, "utilisation"),
+        (1, "flow_rate"),
+    ]
+    assert all("passed" not in m for m in summary["measured"])
+    assert "1/2 verdicts pass, 4 values measured" in said[-1]  # not 3/6
+    series = plot_series("links.0.capacity", json.loads((out / "sweep.json").read_text())["rows"])
+    assert set(series) == {
+        "qfcp flow_rate#0",
+        "qfcp utilisation (measured #0)",
+        "qfcp flow_rate (measured #1)",
+    }
+    assert [x for x, _ in series["qfcp utilisation (measured #0)"]] == ["300pkt/s", "600pkt/s"]
+
+
+def test_sweep_rows_of_an_old_summary_and_a_point_that_measured_nothing() -> None:
+    """A summary with verdicts only (records before [measure] metrics) gives its verdict
+    rows; a value measured as None is a row but no point of the plot."""
+    from fairgate_exp.sweep import plot_series, sweep_rows
+
+    old = {
+        "verdicts": [
+            {"expect": 0, "algo": "none", "metric": "drops", "measured": 3, "passed": False}
+        ]
+    }
+    rows = sweep_rows({"x": 1}, old, "run-1")
+    assert rows == [
+        {
+            "x": 1,
+            "algo": "none",
+            "expect": 0,
+            "measure": None,
+            "metric": "drops",
+            "measured": 3,
+            "passed": False,
+            "run": "run-1",
+        }
+    ]
+    new = {"measured": [{"measure": 0, "algo": "none", "metric": "fct", "measured": None}]}
+    rows += sweep_rows({"x": 2}, new, "run-2")
+    assert rows[1]["passed"] is None and rows[1]["measure"] == 0
+    assert plot_series("x", rows) == {"none drops#0": [("1", 3.0)]}

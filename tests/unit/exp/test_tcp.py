@@ -266,3 +266,24 @@ def test_session_control_counts_the_flows_the_next_switch_passed_on(tmp_path: Pa
     assert fins - 2 * per_period <= sum(r["completions"] for r in ours) <= fins
     per_period = max(r["syn_ungated"] + r["syn_admitted"] for r in theirs)
     assert syns - 2 * per_period <= sum(r["handshakes"] for r in ours) <= syns
+
+
+def test_measured_completion_rates_per_variant_and_against_others(tmp_path: Path) -> None:
+    """[measure] metrics on TCP variants: each variant's completion rate, and a gate's
+    over the best of the others (versus), recorded as the expectation's code measures them
+    and never judged (the run passes with no [[expect]] at all)."""
+    path = tmp_path / "measured.toml"
+    path.write_text(
+        VERSUS.split("# each gate")[0]
+        + '\n[measure]\nmetrics = ["completion_rate", { metric = "completion_rate", '
+        'variants = ["gate-10"], versus = ["open", "gate-5"] }]\n'
+    )
+    _, summary = run(load(path), SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    assert summary["verdicts"] == [] and summary["passed"] is True
+    rate = {v: r["tcp"]["small"]["completion_rate_per_s"] for v, r in summary["results"].items()}
+    plain = {m["algo"]: m["measured"] for m in summary["measured"] if m["measure"] == 0}
+    assert plain == {v: pytest.approx(r, abs=1e-3) for v, r in rate.items()}
+    (ratio,) = [m for m in summary["measured"] if m["measure"] == 1]
+    assert ratio["algo"] == "gate-10" and ratio["detail"]["reference_variant"] == "open"
+    assert ratio["measured"] == pytest.approx(rate["gate-10"] / rate["open"], abs=1e-3)
+    assert all("passed" not in m for m in summary["measured"])
