@@ -211,12 +211,17 @@ def run_sweep(
         + "\n"
     )
     _plot(out_dir, next(iter(exp.sweep.grid)), rows)
-    judged = [r for r in rows if r["measure"] is None]
-    say(
-        f"sweep {name}: {sum(bool(r['passed']) for r in judged)}/{len(judged)} verdicts pass, "
-        f"{len(rows) - len(judged)} values measured; {out_dir}"
-    )
+    say(f"sweep {name}: {tally(rows)}; {out_dir}")
     return out_dir
+
+
+def tally(rows: list[dict[str, Any]]) -> str:
+    """``<passed>/<judged> verdicts pass`` and how many values were measured (not judged)."""
+    judged = [r for r in rows if r["measure"] is None]
+    measured = len(rows) - len(judged)
+    parts = [f"{sum(bool(r['passed']) for r in judged)}/{len(judged)} verdicts pass"]
+    parts = parts if judged or not measured else ["nothing judged"]
+    return ", ".join([*parts, f"{measured} values measured"] if measured else parts)
 
 
 def sweep_rows(point: dict[str, Any], summary: dict[str, Any], run: str) -> list[dict[str, Any]]:

@@ -162,3 +162,44 @@ def test_write_json_replaces_the_file_whole(
     assert json.loads(seen[0]) == {"old": 1}
     assert json.loads(path.read_text()) == {"new": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary left
+
+
+def test_terminal_table_shows_measured_values_without_a_mark() -> None:
+    from rich.console import Console
+
+    from fairgate_exp.live import verdict_table
+
+    summary = {
+        "experiment": "gates",
+        "engine": "sim",
+        "scale": "file",
+        "algos": ["static", "search"],
+        "verdicts": [
+            {
+                "expect": 0,
+                "metric": "drops",
+                "algo": "static",
+                "window_s": [2, 10],
+                "expected": "<= 5",
+                "passed": False,
+                "measured": 7,
+            }
+        ],
+        "measured": [
+            {
+                "measure": 0,
+                "metric": "completion_rate",
+                "algo": a,
+                "window_s": [2, 10],
+                "measured": r,
+            }
+            for a, r in (("static", 41.5), ("search", 44.25))
+        ],
+    }
+    console = Console(width=120, record=True)
+    console.print(verdict_table(summary))
+    lines = console.export_text().splitlines()
+    (row,) = [x for x in lines if "completion_rate measured (2-10 s)" in x]
+    assert "41.5" in row and "44.25" in row and "pass" not in row and "FAIL" not in row
+    (judged,) = [x for x in lines if "drops <= 5" in x]
+    assert "FAIL 7" in judged

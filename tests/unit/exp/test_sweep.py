@@ -241,3 +241,13 @@ def test_sweep_rows_of_an_old_summary_and_a_point_that_measured_nothing() -> Non
     rows += sweep_rows({"x": 2}, new, "run-2")
     assert rows[1]["passed"] is None and rows[1]["measure"] == 0
     assert plot_series("x", rows) == {"none drops#0": [("1", 3.0)]}
+
+
+def test_tally_says_what_was_judged_and_what_measured() -> None:
+    from fairgate_exp.sweep import tally
+
+    verdict = {"measure": None, "passed": True}
+    value = {"measure": 0, "passed": None}
+    assert tally([verdict, {**verdict, "passed": False}]) == "1/2 verdicts pass"
+    assert tally([verdict, value, value]) == "1/1 verdicts pass, 2 values measured"
+    assert tally([value]) == "nothing judged, 1 values measured"
