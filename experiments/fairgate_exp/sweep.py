@@ -210,7 +210,7 @@ def run_sweep(
         )
         + "\n"
     )
-    _plot(out_dir, next(iter(exp.sweep.grid)), rows)
+    _plot(out_dir, list(exp.sweep.grid), rows)
     say(f"sweep {name}: {tally(rows)}; {out_dir}")
     return out_dir
 
@@ -264,25 +264,31 @@ def row_label(row: dict[str, Any]) -> str:
     return f"{row['algo']} {row['metric']}#{row.get('expect')}"
 
 
-def plot_series(key: str, rows: list[dict[str, Any]]) -> dict[str, list[tuple[str, float]]]:
-    """The plot's lines: per ``row_label`` (verdicts and measured values alike), the swept
-    ``key``'s value against what was measured, in row order; a point measured nothing
-    (None) is left out."""
+def plot_series(
+    key: str, rows: list[dict[str, Any]], others: list[str] | None = None
+) -> dict[str, list[tuple[str, float]]]:
+    """The plot's lines: per ``row_label`` (verdicts and measured values alike) and value
+    of each of the ``others`` grid keys (one line per admit rate beside the offered load
+    on the x axis), the swept ``key``'s value against what was measured, in row order; a
+    point measured nothing (None) is left out."""
     out: dict[str, list[tuple[str, float]]] = {}
     for r in rows:
         if r["measured"] is not None:
-            out.setdefault(row_label(r), []).append((str(r[key]), float(r["measured"])))
+            label = " ".join([row_label(r), *(f"{k}={r[k]}" for k in others or [])])
+            out.setdefault(label, []).append((str(r[key]), float(r["measured"])))
     return out
 
 
-def _plot(out_dir: Path, key: str, rows: list[dict[str, Any]]) -> None:
+def _plot(out_dir: Path, keys: list[str], rows: list[dict[str, Any]]) -> None:
+    """sweep.png: the first grid key on the x axis, a line per series (``plot_series``)."""
+    key = keys[0]
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for label, pts in plot_series(key, rows).items():
+    for label, pts in plot_series(key, rows, keys[1:]).items():
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
     ax.set_xlabel(key)
     ax.set_ylabel("measured (see sweep.csv)")

@@ -251,3 +251,23 @@ def test_tally_says_what_was_judged_and_what_measured() -> None:
     assert tally([verdict, {**verdict, "passed": False}]) == "1/2 verdicts pass"
     assert tally([verdict, value, value]) == "1/1 verdicts pass, 2 values measured"
     assert tally([value]) == "nothing judged, 1 values measured"
+
+
+def test_plot_has_a_line_per_value_of_the_other_grid_keys() -> None:
+    """Two grid keys (offered load x admit rate): the x axis is the first, one line per
+    admit rate, not one line zig-zagging through every point."""
+    from fairgate_exp.sweep import plot_series, sweep_rows
+
+    rows = []
+    for load, admit, rate in ((500, 150, 120.0), (500, 250, 114.0), (1500, 150, 117.0)):
+        summary = {
+            "measured": [
+                {"measure": 0, "algo": "static", "metric": "completion_rate", "measured": rate}
+            ]
+        }
+        rows += sweep_rows({"load": load, "admit": admit}, summary, f"run-{load}-{admit}")
+    series = plot_series("load", rows, ["admit"])
+    assert series == {
+        "static completion_rate (measured #0) admit=150": [("500", 120.0), ("1500", 117.0)],
+        "static completion_rate (measured #0) admit=250": [("500", 114.0)],
+    }
