@@ -72,6 +72,37 @@ class RateLimits:
         return clamp(rate_Bps, self.min_rate_Bps, self.upper(capacity_Bps))
 
 
+class AdvertisedRate:
+    """The state of an explicit-rate port controller (QFCP, RCP, Lestas): the rate it
+    advertised last, kept in ``[min_rate_Bps, max_rate_Bps]``.
+
+    ``initial_rate_Bps=None`` starts at the capacity. Subclasses read and write
+    ``self._rate`` and clamp with ``self._limits``.
+    """
+
+    def __init__(
+        self,
+        capacity_Bps: float,
+        *,
+        min_rate_Bps: float,
+        max_rate_Bps: float | None,
+        initial_rate_Bps: float | None,
+    ) -> None:
+        self._limits = RateLimits(min_rate_Bps, max_rate_Bps)
+        capacity = check_positive("capacity_Bps", capacity_Bps)
+        start = capacity if initial_rate_Bps is None else initial_rate_Bps
+        self._rate = self._limits.clamp(check_positive("initial_rate_Bps", start), capacity)
+
+    @property
+    def rate_Bps(self) -> float:
+        """The rate currently advertised (before the first update: the initial rate)."""
+        return self._rate
+
+    def reset_rate(self, rate_Bps: float) -> None:
+        """Continue from `rate_Bps` as if it had been advertised last (outage rule)."""
+        self._rate = max(self._limits.min_rate_Bps, check_positive("rate_Bps", rate_Bps))
+
+
 def clamp(x: float, lo: float, hi: float) -> float:
     """``min(max(x, lo), hi)`` that maps NaN to ``lo`` (a broken input must not escape)."""
     if math.isnan(x):

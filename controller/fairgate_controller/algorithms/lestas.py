@@ -23,8 +23,8 @@ from .common import (
     DEFAULT_CONGESTION_THRESHOLD,
     DEFAULT_MIN_RATE_BPS,
     DEFAULT_MIN_RTT_S,
+    AdvertisedRate,
     RateDecision,
-    RateLimits,
     check_non_negative,
     check_positive,
     clamp,
@@ -59,7 +59,7 @@ class PersistentQueue:
         return lowest
 
 
-class LestasController:
+class LestasController(AdvertisedRate):
     """Per-port queue-length controller with the online estimate N_hat of the number of users."""
 
     def __init__(
@@ -78,7 +78,6 @@ class LestasController:
         min_rtt_s: float = DEFAULT_MIN_RTT_S,
         window_periods: int = 256,
     ) -> None:
-        self._limits = RateLimits(min_rate_Bps, max_rate_Bps)
         self._q_ref = check_non_negative("q_ref_bytes", q_ref_bytes)
         self._gamma = check_positive("gamma", gamma)
         self._unit = check_positive("rate_unit_Bps", rate_unit_Bps)
@@ -90,14 +89,14 @@ class LestasController:
         self._q_prev = 0.0
         self._persistent = PersistentQueue(window_periods)
         if initial_rate_Bps is None:
-            start = (capacity + 2.0 * self._q_ref / self._d) / self._n_hat
-        else:
-            start = check_positive("initial_rate_Bps", initial_rate_Bps)
-        self._p = self._limits.clamp(start, capacity)
-
-    @property
-    def rate_Bps(self) -> float:
-        return self._p
+            # the rate eq. (6) gives for an empty queue with N_hat(0) users
+            initial_rate_Bps = (capacity + 2.0 * self._q_ref / self._d) / self._n_hat
+        super().__init__(
+            capacity,
+            min_rate_Bps=min_rate_Bps,
+            max_rate_Bps=max_rate_Bps,
+            initial_rate_Bps=initial_rate_Bps,
+        )
 
     @property
     def n_hat(self) -> float:
@@ -109,10 +108,6 @@ class LestasController:
         """The RTT (and control delay) the controller currently uses."""
         return self._d
 
-    def reset_rate(self, rate_Bps: float) -> None:
-        """Continue from `rate_Bps` as if it had been advertised last (outage rule)."""
-        self._p = max(self._limits.min_rate_Bps, check_positive("rate_Bps", rate_Bps))
-
     def update(self, m: PortMeasurement) -> RateDecision:
         c = m.capacity_Bps
         if m.rtt_mean_s is not None and m.rtt_mean_s > 0:
@@ -122,7 +117,7 @@ class LestasController:
         prop_delay = max(d - m.queue_mean_bytes / c, self._min_rtt_s)
         q = self._persistent.push(m.period_s, m.queue_min_bytes, prop_delay)
 
-        p_prev = self._p
+        p_prev = self._rate
         error = y + self._q_prev / d - self._n_hat * p_prev
         # gamma * e * p / (u^2 + p^2), written so that huge p cannot overflow p^2
         ratio = p_prev / self._unit
@@ -130,7 +125,7 @@ class LestasController:
         self._n_hat = clamp(self._n_hat + step, 1.0, _MAX_N_HAT)
 
         p = self._limits.clamp((c - (q - 2.0 * self._q_ref) / d) / self._n_hat, c)
-        self._p = p
+        self._rate = p
         self._q_prev = q
         return RateDecision(
             rate_Bps=p,

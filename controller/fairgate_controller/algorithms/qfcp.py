@@ -16,8 +16,8 @@ from .common import (
     DEFAULT_CONGESTION_THRESHOLD,
     DEFAULT_MIN_RATE_BPS,
     DEFAULT_MIN_RTT_S,
+    AdvertisedRate,
     RateDecision,
-    RateLimits,
     check_non_negative,
     check_positive,
     is_congested,
@@ -26,7 +26,7 @@ from .common import (
 from .measure import PortMeasurement
 
 
-class QfcpController:
+class QfcpController(AdvertisedRate):
     """Per-port QFCP fair-rate controller (state: the last advertised rate R_prev)."""
 
     def __init__(
@@ -40,21 +40,15 @@ class QfcpController:
         congestion_threshold: float = DEFAULT_CONGESTION_THRESHOLD,
         min_rtt_s: float = DEFAULT_MIN_RTT_S,
     ) -> None:
-        self._limits = RateLimits(min_rate_Bps, max_rate_Bps)
+        super().__init__(
+            capacity_Bps,
+            min_rate_Bps=min_rate_Bps,
+            max_rate_Bps=max_rate_Bps,
+            initial_rate_Bps=initial_rate_Bps,
+        )
         self._beta = check_non_negative("beta", beta)
         self._threshold = check_positive("congestion_threshold", congestion_threshold)
         self._min_rtt_s = check_positive("min_rtt_s", min_rtt_s)
-        capacity = check_positive("capacity_Bps", capacity_Bps)
-        start = capacity if initial_rate_Bps is None else initial_rate_Bps
-        self._rate = self._limits.clamp(check_positive("initial_rate_Bps", start), capacity)
-
-    @property
-    def rate_Bps(self) -> float:
-        return self._rate
-
-    def reset_rate(self, rate_Bps: float) -> None:
-        """Continue from `rate_Bps` as if it had been advertised last (outage rule)."""
-        self._rate = max(self._limits.min_rate_Bps, check_positive("rate_Bps", rate_Bps))
 
     def update(self, m: PortMeasurement) -> RateDecision:
         c = m.capacity_Bps
