@@ -195,7 +195,16 @@ class CongestionManager:
         """Bytes ``fid`` sent without a grant (TCP/CM: the kernel's own retransmissions,
         which the paper's TCP/CM sends on grants too): counted as sent (``notify``) and
         paid from the macroflow's credit, which may go negative, so the next grants wait
-        until the rate has covered them and the macroflow's sending stays at its rate."""
+        until the rate has covered them.
+
+        The debt is at most one window at the current rate (``rate x sRTT``, at least one
+        MSS; ``_grants`` keeps it so when the rate falls): bytes sent outside the CM's
+        window hold it for about the round trip they are in flight, as a window-based
+        TCP/CM's would, not for as long as the rate takes to pay for them. Without the
+        bound, the kernel's go-back-N burst after a timeout (its own window is huge so that
+        it never binds) left hundreds of kB of debt at the one MSS per sRTT the timeout
+        restarts from; with nothing in flight no feedback could raise that rate, and
+        TCP/CM sent nothing for 50 s (BMv2 cm-tcp-trace, 1 Mbit/s pair)."""
         if nsent < 0:
             raise ValueError("nsent must be >= 0")
         mf = self.macroflows[self._flow(fid).dst]
@@ -203,7 +212,7 @@ class CongestionManager:
         # must reach their flows (dropping them lost the bytes an app had requested: the
         # audio app sharing its CM with TCP/CM waited for them for ever, skipping frames)
         events = self._dispatch(self._grants(mf, now_us))
-        mf.credit -= nsent
+        mf.credit = max(mf.credit - nsent, -self._window(mf))
         return events + self.notify(fid, nsent, now_us)
 
     def update(
@@ -409,10 +418,15 @@ class CongestionManager:
         total = sum(self.flows[f].weight for f in mf.flows)
         return mf.rate_Bps * flow.weight / total if total > 0 else 0.0
 
+    def _window(self, mf: Macroflow) -> float:
+        """The macroflow's rate as a window: ``rate x sRTT``, at least one MSS."""
+        return max(float(self.cfg.mss), mf.rate_Bps * mf.aimd.srtt_us / 1e6)
+
     def _grants(self, mf: Macroflow, now_us: int) -> list[Event]:
         if mf.last_credit_us is not None:
             mf.credit += mf.rate_Bps * (now_us - mf.last_credit_us) / 1e6
         mf.last_credit_us = now_us
+        mf.credit = max(mf.credit, -self._window(mf))  # a debt (charge) is one window at most
         cap = max(float(self.cfg.burst_bytes), float(self.cfg.mss))
         events: list[Event] = []
         while True:

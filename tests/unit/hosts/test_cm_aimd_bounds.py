@@ -22,6 +22,18 @@ def _in_avoidance(rate_Bps: float) -> AimdRate:
     return a
 
 
+def _aged(rate_Bps: float, halvings: int) -> tuple[AimdRate, int]:
+    """``_in_avoidance(rate_Bps)`` left without feedback for ``halvings`` round trips of
+    sending: aged that many times. Returns the CM and the time now."""
+    a = _in_avoidance(rate_Bps)
+    now = 0
+    for _ in range(halvings):
+        now += RTT
+        a.age(now, active=True)
+    assert a.agings == halvings
+    return a, now
+
+
 def test_a_response_after_aging_adds_one_mss_per_round_trip_it_covers() -> None:
     a = _in_avoidance(100_000)  # 10 MSS per RTT
     a.ssthresh_Bps = 0.0  # congestion avoidance whatever the rate
@@ -51,11 +63,7 @@ def test_per_ack_feedback_keeps_tcps_increase() -> None:
 
 
 def test_slow_start_stops_at_ssthresh_within_one_update() -> None:
-    a = _in_avoidance(100_000)
-    now = 0
-    for _ in range(5):
-        now += RTT
-        a.age(now, active=True)
+    a, now = _aged(100_000, 5)
     assert a.slow_start and a.ssthresh_Bps == pytest.approx(100_000)  # aging keeps ssthresh
     a.on_ack(200_000, RTT, now)  # far more than the window up to ssthresh
     # up to ssthresh in slow start, then at most one MSS per round trip covered (five)
@@ -70,11 +78,7 @@ def test_slow_start_below_ssthresh_is_unchanged() -> None:
 
 
 def test_a_loss_after_aging_still_halves() -> None:
-    a = _in_avoidance(100_000)
-    now = 0
-    for _ in range(3):
-        now += RTT
-        a.age(now, active=True)
+    a, now = _aged(100_000, 3)
     aged = a.rate_Bps
     assert a.on_loss(now + 1, RTT)
     assert a.rate_Bps == pytest.approx(aged / 2) and a.ssthresh_Bps == pytest.approx(aged / 2)

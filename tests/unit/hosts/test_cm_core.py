@@ -199,11 +199,45 @@ def test_charged_bytes_are_paid_from_the_rate() -> None:
 
     plain, _ = granted(0)
     assert plain == pytest.approx(200_000, rel=0.03)
+    # within one window (100 kB/s x the initial 100 ms sRTT = 10 kB) all of it is paid
+    after, sent = granted(8_000)
+    assert after == pytest.approx(plain - 8_000, abs=2 * MSS)
+    assert sent == 8_000
+    # beyond one window, one window is: bytes sent outside the window hold it one round trip
     after, sent = granted(50_000)
-    assert after == pytest.approx(plain - 50_000, abs=2 * MSS)
+    assert after == pytest.approx(plain - 10_000, abs=2 * MSS)
     assert sent == 50_000
     with pytest.raises(ValueError):
         CongestionManager(CMConfig()).charge(0, -1, 0)
+
+
+def test_a_burst_charged_after_a_timeout_does_not_stall_the_macroflow() -> None:
+    """BMv2 cm-tcp-trace (20261128T022801Z-bmv2-file-40bae8a, 1 Mbit/s pair): after an RTO
+    the kernel (whose window never binds) resent its whole flight at once, TCP/CM charged
+    ~340 kB to the CM, whose timeout had restarted it at one MSS per sRTT. With the pipe
+    empty no ack could raise that rate, and paying the debt at it took 50 s without a grant.
+    The debt is one window at most, so the next grant waits about one round trip."""
+    mss, srtt = 1448, 250_000
+    cfg = CMConfig(mss=mss, initial_rate_Bps=250_000, probing=False)
+    cm = CongestionManager(cfg)
+    f = cm.open("h1", "h2", now_us=0, probed=False)
+    cm.update(f, 0, False, srtt, 0)
+    cm.request(f, 10_000_000, 0)
+    now = 1_000_000
+    cm.update(f, 0, False, None, now, persistent=True)  # RTO: one MSS per sRTT
+    assert cm.macroflows["h2"].aimd.rate_Bps == pytest.approx(mss / 0.25, rel=0.01)
+    cm.tick(now)
+    cm.charge(f, 340_000, now)  # the kernel's go-back-N burst
+    now += srtt
+    cm.update(f, 0, False, srtt, now)  # its acks: feedback, no growth (recovery)
+    granted_at = None
+    while granted_at is None and now < 60_000_000:
+        now = cm.next_deadline(now) or now + 1000
+        if any(isinstance(e, AppNotify) and e.flow == f for e in cm.tick(now)):
+            granted_at = now
+    assert granted_at is not None
+    # one window at this rate (one MSS) plus the grant itself: two sRTTs, not 235
+    assert granted_at - 1_000_000 <= 2 * srtt + 10_000
 
 
 def test_charge_delivers_the_grants_it_makes() -> None:
