@@ -570,13 +570,15 @@ class TcpServer:
         if conn is None:
             return  # no RST modelled
         sh = conn.shift
-        # TS.Recent (RFC 7323 4.3, Linux tcp_replace_ts_recent): taken from a segment
-        # that starts at or below the next expected byte (rcv_wup: this server acks every
-        # segment at once), never moving back; an out-of-order segment's dup ack echoes
-        # the last in-sequence one, the retransmission that fills the hole its own
+        # TS.Recent (RFC 7323 4.3, Linux tcp_replace_ts_recent): taken from an acceptable
+        # segment (tcp_sequence: it ends at or past rcv_wup, here rcv_nxt since this
+        # server acks every segment at once) that starts at or below rcv_wup, never moving
+        # back; an out-of-order segment's dup ack echoes the last in-sequence one, the
+        # retransmission that fills the hole its own, an old duplicate's nothing new
         ts = pkt.tsval
         recent = conn.ts_recent
-        if ts is not None and pkt.seq <= conn.rcv_nxt and (recent is None or ts >= recent):
+        end = pkt.seq + pkt.length + (1 if flags & FIN else 0)
+        if ts is not None and pkt.seq <= conn.rcv_nxt <= end and (recent is None or ts >= recent):
             conn.ts_recent = ts
         echo = conn.ts_recent
         if conn.closed:

@@ -598,3 +598,30 @@ def test_no_sack_newreno_repairs_one_hole_per_rtt() -> None:
     assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 2
     (a,), (b,) = resend[2 * m], resend[6 * m]
     assert b - a == pytest.approx(RTT, abs=1e-3)
+
+
+def test_server_ts_recent_follows_linux() -> None:
+    """The server's echo, packet by packet: the SYN's TSval on the SYN-ACK; an in-order
+    segment's; the last in-order one for a segment past a hole; a duplicate's that ends
+    at the next expected byte (tcp_sequence accepts end_seq == rcv_wup); the hole's
+    filler's; not an older duplicate's (dropped by tcp_sequence before
+    tcp_replace_ts_recent)."""
+    net = _net()
+    server = TcpServer(net.clock, net.hosts["s"])
+    c, s = net.ip("c"), net.ip("s")
+    replies: list[Packet] = []
+    net.hosts["c"].bind(replies.append, 1234)
+
+    def send(flags: int, seq: int, length: int, tsval: float) -> tuple[int, float | None]:
+        pkt = Packet(c, s, 1234, 5001, 66 + length, TCP, tcp_flags=flags, seq=seq, ack=1)
+        pkt.length, pkt.tsval = length, tsval
+        server.on_packet(pkt)
+        net.run(net.clock.now + 1.0)
+        return replies[-1].ack, replies[-1].tsecr
+
+    assert send(SYN, 0, 0, 1.0) == (1, 1.0)
+    assert send(g.TCP_FLAG_ACK, 0, 100, 2.0) == (100, 2.0)
+    assert send(g.TCP_FLAG_ACK, 200, 100, 3.0) == (100, 2.0)  # out of order
+    assert send(g.TCP_FLAG_ACK, 0, 100, 4.0) == (100, 4.0)  # duplicate, ends at rcv_nxt
+    assert send(g.TCP_FLAG_ACK, 100, 100, 5.0) == (300, 5.0)  # fills the hole
+    assert send(g.TCP_FLAG_ACK, 0, 100, 6.0) == (300, 5.0)  # older duplicate
