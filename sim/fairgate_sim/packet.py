@@ -44,6 +44,10 @@ class Packet:
     dropped: bool = False
     # Set by the switch when the UDP ports say "rate header" (L4Classify's fg_port).
     created: float = 0.0
+    # TCP timestamps option (RFC 7323), in simulated seconds: TSval when sent, TSecr the
+    # value echoed (None: no option, or nothing to echo).
+    tsval: float | None = None
+    tsecr: float | None = None
 
     def __init__(
         self,
@@ -64,10 +68,13 @@ class Packet:
         e2e_clone: bool = False,
         dropped: bool = False,
         created: float = 0.0,
+        tsval: float | None = None,
+        tsecr: float | None = None,
     ) -> None:
         # Written out rather than generated: a dataclass's generated __init__ is Python
         # even in the mypyc build (mypyc compiles only the methods in the source), and
-        # every simulated packet is built here. Same parameters, same order.
+        # every simulated packet is built here. Same parameters, same order (the
+        # timestamps, added later, last, so positional calls keep their meaning).
         self.src = src
         self.dst = dst
         self.sport = sport
@@ -85,6 +92,8 @@ class Packet:
         self.e2e_clone = e2e_clone
         self.dropped = dropped
         self.created = created
+        self.tsval = tsval
+        self.tsecr = tsecr
 
     @property
     def fg_port(self) -> bool:

@@ -5,19 +5,30 @@ for the server's FIN (like ``fairgate_hosts.traffic.client``); ``TcpServer`` is 
 sink (``traffic.server``): it acks every segment, and once all data and the client's
 FIN are in it sends its own FIN (FIN+ACK, one packet).
 
-The Linux behaviour it models (the BMv2 labs' hosts run Reno with exponential SYN
-back-off, ``fairgate_topo.scenarios.session_control.SYSCTLS``; tests in
-tests/unit/sim/test_tcp.py check each rule):
+The Linux behaviour it models (the BMv2 labs' hosts: Reno, exponential SYN back-off,
+``fairgate_topo.labrun.SYSCTLS``; timestamps and SACK at the kernel's default, on),
+rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
 
 - initial window 10 segments (IW10); 1 segment only after more than one SYN
   retransmission (``tcp_init_transfer``);
 - SYN retransmission: initial RTO 1 s, doubling, ``syn_retries`` retries
   (``tcp_syn_retries``; ``tcp_syn_linear_timeouts = 0``), then the connect fails;
-- data RTO from ``fairgate_hosts.rtt.RttEstimator`` (RFC 6298 with Linux's floor
-  RTO >= SRTT + 200 ms, ``tcp_rto_min``), exponential back-off, go-back-N after a
-  timeout, Karn's rule (one timed segment per flight; the SYN-ACK samples the last SYN,
-  as timestamps would), ``data_retries`` timeouts (``tcp_retries2``), FIN as one
-  sequence number retransmitted like data;
+- data RTO from ``fairgate_hosts.rtt.RttEstimator``: RFC 6298 smoothing with Linux's
+  floor on the variance term, RTO = SRTT + max(4 RTTVAR, ``tcp_rto_min`` 200 ms); after
+  a handshake without an RTT sample (SYN retransmitted, no timestamps) 3 s
+  (``tcp_init_metrics``, RFC 6298 5.7); exponential back-off, go-back-N after a timeout,
+  ``data_retries`` consecutive timeouts (``tcp_retries2``), FIN as one sequence number
+  retransmitted like data;
+- RTT samples and the end of the back-off as in net/ipv4/tcp_input.c
+  (``tcp_clean_rtx_queue`` -> ``tcp_ack_update_rtt``): an ack that advances ``una``
+  over data sent once samples it (one timed segment per flight, RFC 6298 timing);
+  an ack covering retransmitted data gives no such sample (Karn) but, with the
+  timestamps option (``timestamps``, default on as Linux's ``tcp_timestamps = 1``),
+  one from the echoed TSval; the back-off is cleared only by a valid sample ("RFC6298:
+  only reset backoff on valid RTT measurement"), so with timestamps at the first new
+  ack after a timeout, without them at the first ack of data sent once. The server
+  echoes TS.Recent as Linux does (``tcp_replace_ts_recent``: the TSval of the last
+  segment at or below the next expected byte), the SYN-ACK the SYN it answers;
 - with ``kernel_hz``: every retransmission timer fires on Linux's timer wheel
   (``timer_wheel_expiry``): rounded up to its level's granularity (HZ 250: 4 ms below
   252 ms, 32 ms below 2 s, 256 ms below 16 s), in buckets shared by all sockets, so the
@@ -25,10 +36,14 @@ tests/unit/sim/test_tcp.py check each rule):
   through a meter far more often than retries);
 - slow start, congestion avoidance (+1 segment per window), fast retransmit on
   ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
-  acks; no SACK (Linux negotiates SACK and adds RACK/TLP: for flows of a few segments
-  that recover mostly by RTO this matters little; a known difference);
-- no delayed acks: the server acks every segment, as Linux's quick-ack mode does for the
-  first segments of a connection (all of a short flow);
+  acks;
+- no SACK: acks are cumulative only, so a window with several holes is repaired one hole
+  per RTT (NewReno) where Linux, which negotiates SACK and adds RACK/TLP, resends them
+  in one round; for flows of a few segments that recover mostly by RTO this matters
+  little, a known difference;
+- no delayed acks: the server acks every segment at once, as Linux's quick-ack mode
+  does for the first 16 segments of a connection (all of a short flow); Linux's
+  receiver then acks every second full segment or after 40 ms, which is not modelled;
 - with ``jitter_s``: every packet leaves after a random processing delay, uniform in
   [0, jitter_s], in order per sender. Without it a drop-tail queue in a jitter-free
   model hands each freed slot to the ack-clocked packet that arrives at the same
@@ -44,8 +59,11 @@ segment (a window below one MSS lets one out rather than waiting for a persist p
 
 Not modelled: receive-window autotuning (the default is Linux's tcp_rmem maximum,
 6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, SACK, RACK/TLP,
-timestamps, ECN, RST, TIME_WAIT, Nagle, a FIN riding on the last data segment, segment
-sizes below the MSS except the last, header options, the server's own retransmissions
+F-RTO and undo of spurious retransmissions, PAWS, Linux's per-ack RTT samples and its
+per-RTT variance decay (``tcp_rtt_estimator``), the per-destination RTT cache that can
+raise a new connection's first RTO (``tcp_init_metrics``), ECN, RST, TIME_WAIT, Nagle,
+a FIN riding on the last data segment, segment sizes below the MSS except the last,
+other header options, the server's own retransmissions
 (a lost FIN+ACK is recovered by the client retransmitting its FIN; Linux's server
 retransmits its SYN-ACK and FIN, which a switch counting FINs sees twice) and SYN-ACK
 retries. Sequence numbers count bytes from 0 in each direction (no ISN; SYN and FIN take
@@ -120,6 +138,10 @@ class TcpConfig:
     jitter_s: float = 0.0
     # Retransmission timers (SYN and data) on Linux's timer wheel of this HZ (None: exact)
     kernel_hz: int | None = None
+    # The timestamps option (RFC 7323; Linux's tcp_timestamps = 1, which the labs keep):
+    # every segment carries TSval, the server echoes it, and an ack of retransmitted data
+    # still gives an RTT sample. False: Karn's rule alone (no sample, back-off kept).
+    timestamps: bool = True
 
     def __post_init__(self) -> None:
         if self.jitter_s < 0:
@@ -215,6 +237,8 @@ class TcpFlow:
         self.recover = 0
         self.backoffs = 0  # consecutive timeouts
         self._timing: tuple[int, float] | None = None  # (segment index, sent at)
+        self._resent: set[int] = set()  # unacked segments sent more than once
+        self._tsecr: float | None = None  # the echo on the ack being processed
         self._syn_at = 0.0
         self.rcv_wscale = wscale_for(c.rwnd_bytes) if c.wscale is None else c.wscale
         self.snd_wscale = 0  # the peer's shift (both SYNs carried the option)
@@ -265,6 +289,8 @@ class TcpFlow:
         h = self.host
         pkt = Packet(h.ip, self.dst, self.sport, self.dport, self.cfg.header_bytes + length, TCP)
         pkt.tcp_flags, pkt.seq, pkt.ack, pkt.length = flags, seq, ack, length
+        if self.cfg.timestamps:
+            pkt.tsval = self.clock.now  # stamped when TCP sends it, before any jitter
         if flags & SYN:
             pkt.window = window_field(self.cfg.rwnd_bytes, 0)
             pkt.wscale = self.rcv_wscale
@@ -285,6 +311,7 @@ class TcpFlow:
         if i < self.high:
             self.retransmits += 1
             self._timing = None  # Karn: no sample across a retransmission
+            self._resent.add(i)  # Linux's TCPCB_RETRANS on the skb
         elif self._timing is None:
             self._timing = (i, now)
         if i == self.nseg:
@@ -323,7 +350,7 @@ class TcpFlow:
             if flags & SYN and flags & ACK:
                 now = self.clock.now
                 self.connect_s = now - (self.start_s or 0.0)
-                self.rtt.sample(round((now - self._syn_at) * 1e6))
+                self._handshake_rtt(pkt)
                 self.snd_wscale = pkt.wscale or 0  # we always send the option
                 self.snd_wnd = pkt.window  # unscaled in a SYN-ACK
                 self.state = "established"
@@ -339,10 +366,51 @@ class TcpFlow:
             return
         if flags & ACK:
             self.snd_wnd = pkt.window << self.snd_wscale
+            self._tsecr = pkt.tsecr if self.cfg.timestamps else None
             self._on_ack(self._acked_index(pkt.ack), dup_ok=not flags & FIN and not pkt.length)
         if flags & FIN and self.una > self.nseg:
             self._emit(ACK, self.size + 1, pkt.seq + 1, 0)
             self._done("completed")
+
+    def _handshake_rtt(self, pkt: Packet) -> None:
+        """The SYN-ACK's RTT sample, as Linux takes it (tcp_ack -> tcp_clean_rtx_queue ->
+        tcp_ack_update_rtt): from the SYN's send time if it was never retransmitted, else
+        from the echoed timestamp (the SYN this SYN-ACK answers) or, without timestamps,
+        none: then tcp_init_metrics (net/ipv4/tcp_metrics.c, RFC 6298 5.7) starts the data
+        RTO at TCP_TIMEOUT_FALLBACK, 3 s."""
+        now = self.clock.now
+        if self.syn_attempts == 1:
+            self.rtt.sample(round((now - self._syn_at) * 1e6))
+        elif self.cfg.timestamps and pkt.tsecr is not None:
+            self.rtt.sample(round((now - pkt.tsecr) * 1e6))
+        else:
+            self.rtt.initial_rto_us = 3_000_000
+
+    def _rtt_on_new_ack(self, a: int) -> None:
+        """The RTT sample of an ack that advances ``una`` to ``a``, as Linux takes it.
+
+        net/ipv4/tcp_input.c, tcp_clean_rtx_queue: an ack covering retransmitted data
+        (FLAG_RETRANS_DATA_ACKED) gives no sequence-based sample (Karn); then
+        tcp_ack_update_rtt takes the timestamp echo instead ("if (seq_rtt_us < 0 &&
+        tp->rx_opt.saw_tstamp && tp->rx_opt.rcv_tsecr && flag & FLAG_ACKED) seq_rtt_us =
+        ... tcp_rtt_tsopt_us(tp)"), and only a valid sample resets the back-off
+        ("RFC6298: only reset backoff on valid RTT measurement. icsk_backoff = 0"; tcp_ack
+        itself resets icsk_retransmits, not icsk_backoff). So with timestamps the back-off
+        ends at the first new ack after a timeout, with a sample of the retransmission's
+        own RTT; without them it lasts until an ack of data sent only once. The
+        sequence-based sample is one timed segment per flight (RFC 6298 timing; Linux
+        stamps every segment, but updates its variance term once per RTT)."""
+        timing = self._timing
+        covers_timed = timing is not None and a > timing[0]
+        if covers_timed:
+            self._timing = None
+        if self._resent and min(self._resent) < a:
+            self._resent = {i for i in self._resent if i >= a}
+            tsecr = self._tsecr
+            if tsecr is not None:
+                self.rtt.sample(round((self.clock.now - tsecr) * 1e6))
+        elif covers_timed and timing is not None:
+            self.rtt.sample(round((self.clock.now - timing[1]) * 1e6))
 
     def _acked_index(self, ack: int) -> int:
         if ack > self.size:
@@ -354,12 +422,8 @@ class TcpFlow:
         now = self.clock.now
         if a > self.una:
             newly = a - self.una
-            timing = self._timing
-            if timing is not None and a > timing[0]:
-                self.rtt.sample(round((now - timing[1]) * 1e6))
-                self._timing = None
-            self.rtt.backoff = 0
-            self.backoffs = 0
+            self._rtt_on_new_ack(a)  # resets the RTO back-off only with a sample
+            self.backoffs = 0  # tcp_ack: icsk_retransmits = 0 when snd_una advances
             if self.in_recovery:
                 if a >= self.recover:
                     self.in_recovery = False
@@ -426,6 +490,7 @@ class _Conn:
     fin_seq: int | None = None
     closed: bool = False  # our FIN sent
     shift: int = 0  # our window scale on this connection (0: the SYN had no option)
+    ts_recent: float | None = None  # the TSval we echo (RFC 7323 TS.Recent)
 
 
 @dataclass(eq=False)
@@ -461,9 +526,20 @@ class TcpServer:
             raise ValueError("a jitter_s > 0 needs an rng")
         self._tx_at = 0.0
 
-    def _send(self, to: Packet, flags: int, seq: int, ack: int, shift: int = 0) -> None:
+    def _send(
+        self,
+        to: Packet,
+        flags: int,
+        seq: int,
+        ack: int,
+        shift: int = 0,
+        tsecr: float | None = None,
+    ) -> None:
         pkt = Packet(self.host.ip, to.src, self.port, to.sport, self.header_bytes, TCP)
         pkt.tcp_flags, pkt.seq, pkt.ack = flags, seq, ack
+        if to.tsval is not None:
+            pkt.tsval = self.clock.now
+            pkt.tsecr = tsecr
         if flags & SYN:
             pkt.window = window_field(self.rwnd_bytes, 0)
             pkt.wscale = self.shift if to.wscale is not None else None
@@ -488,17 +564,28 @@ class TcpServer:
                 shift = self.shift if pkt.wscale is not None else 0
                 self.conns[key] = _Conn(shift=shift)
                 self.stats.connections += 1
-            self._send(pkt, SYN | ACK, 0, 1)
+            self._send(pkt, SYN | ACK, 0, 1, tsecr=pkt.tsval)  # echoes this SYN
             return
         conn = self.conns.get(key)
         if conn is None:
             return  # no RST modelled
         sh = conn.shift
+        # TS.Recent (RFC 7323 4.3, Linux tcp_replace_ts_recent): taken from an acceptable
+        # segment (tcp_sequence: it ends at or past rcv_wup, here rcv_nxt since this
+        # server acks every segment at once) that starts at or below rcv_wup, never moving
+        # back; an out-of-order segment's dup ack echoes the last in-sequence one, the
+        # retransmission that fills the hole its own, an old duplicate's nothing new
+        ts = pkt.tsval
+        recent = conn.ts_recent
+        end = pkt.seq + pkt.length + (1 if flags & FIN else 0)
+        if ts is not None and pkt.seq <= conn.rcv_nxt <= end and (recent is None or ts >= recent):
+            conn.ts_recent = ts
+        echo = conn.ts_recent
         if conn.closed:
             if flags & FIN:
-                self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh)  # our FIN+ACK was lost
+                self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh, echo)  # FIN+ACK was lost
             elif pkt.length:
-                self._send(pkt, ACK, 1, conn.rcv_nxt, sh)
+                self._send(pkt, ACK, 1, conn.rcv_nxt, sh, echo)
             else:
                 del self.conns[key]  # the last ack
             return
@@ -511,9 +598,9 @@ class TcpServer:
             conn.closed = True
             self.stats.completed += 1
             self.stats.fins_sent += 1
-            self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh)
+            self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh, echo)
         elif pkt.length or flags & FIN:
-            self._send(pkt, ACK, 1, conn.rcv_nxt, sh)
+            self._send(pkt, ACK, 1, conn.rcv_nxt, sh, echo)
 
     def _data(self, conn: _Conn, seq: int, length: int) -> None:
         if seq == conn.rcv_nxt:

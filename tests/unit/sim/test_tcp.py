@@ -407,3 +407,221 @@ def test_lowered_window_on_acks_limits_the_sender() -> None:
     # whole segments, per RTT
     assert _rounds(log, 6) == [10, 2, 2, 2, 2, 2]
     assert flow.snd_wnd == 4224
+
+
+# ---- the Linux rules the model states (sim/fairgate_sim/tcp.py's module doc) ----------
+
+
+def _nth_copies(net: Network, seq: int, drop: set[int], log: list[float]) -> Callable:
+    """Data segment ``seq``: its n-th copy (0-based) is lost when n is in ``drop``; the
+    arrival times of the copies that get through go to ``log``."""
+    seen = [0]
+
+    def f(pkt: Packet) -> bool:
+        if not pkt.length or pkt.seq != seq:
+            return False
+        n = seen[0]
+        seen[0] += 1
+        if n in drop:
+            return True
+        log.append(net.clock.now)
+        return False
+
+    return f
+
+
+@pytest.mark.parametrize("timestamps", [True, False])
+def test_rto_back_off_ends_only_with_a_valid_rtt_sample(timestamps: bool) -> None:
+    """Linux (tcp_ack_update_rtt) clears the RTO back-off only on a valid RTT sample.
+    Segment 0 is lost twice (RTO 0.3 s, then 0.6 s: back-off 2); meanwhile the path's
+    RTT grows by 0.5 s; its third copy (sent at 1.0 s) is acked at 1.6 s, an ack of
+    retransmitted data only. With timestamps the echo gives a sample of 0.6 s (sRTT
+    0.1625, RTTVAR 0.1625: RTO 0.8125 s, back-off 0); without them Karn's rule gives
+    none and the RTO stays backed off (4 x 0.3 s). Segment 1, first sent on that ack and
+    lost, is resent when that RTO fires. (Resetting the back-off on any new ack without a
+    sample, as the model once did, resends it after 0.3 s in both cases.)"""
+    net = _net()
+    cfg = TcpConfig(init_cwnd=1, timestamps=timestamps)
+    flow, server = _flow(net, 3 * cfg.mss, cfg)
+    net.clock.at(0.5, setattr, server, "hold_s", 0.5)
+    seg0: list[float] = []
+    seg1: list[float] = []
+    _filter(net, "s", 5001, _nth_copies(net, 0, {0, 1}, seg0))
+    _filter(net, "s", 5001, _nth_copies(net, cfg.mss, {0}, seg1))
+    net.run(10.0)
+    assert flow.outcome == "completed" and flow.timeouts == 3
+    d = RTT / 2
+    assert seg0 == pytest.approx([1.0 + d], abs=1e-3)
+    rto = 0.8125 if timestamps else 4 * 0.3
+    assert seg1 == pytest.approx([1.6 + rto + d], abs=1e-3)
+
+
+def test_timestamps_echo_the_last_in_sequence_segment() -> None:
+    """RFC 7323 TS.Recent as Linux keeps it: the dup acks of segments after a hole echo
+    the last in-sequence segment's TSval; the ack of the retransmission that fills the
+    hole echoes the retransmission's own TSval (so its RTT is measured, not Karn-skipped)."""
+    net = _net()
+    cfg = TcpConfig()
+    flow, _server = _flow(net, 10 * cfg.mss, cfg)
+    sent: dict[int, list[float]] = {}
+
+    def stamp(pkt: Packet) -> bool:
+        if pkt.length:
+            assert pkt.tsval is not None
+            sent.setdefault(pkt.seq, []).append(pkt.tsval)
+        return False
+
+    lost = [5 * cfg.mss]
+
+    def drop_once(pkt: Packet) -> bool:
+        if pkt.length and pkt.seq in lost:
+            lost.remove(pkt.seq)
+            return True
+        return False
+
+    acks: list[tuple[int, float | None]] = []
+
+    def ack_seen(pkt: Packet) -> bool:
+        if not pkt.tcp_flags & SYN:
+            acks.append((pkt.ack, pkt.tsecr))
+        return False
+
+    _filter(net, "s", 5001, drop_once)
+    _filter(net, "s", 5001, stamp)  # outside: sees the lost copy too
+    _filter(net, "c", flow.sport, ack_seen)
+    net.run(5.0)
+    assert flow.outcome == "completed" and flow.fast_retransmits == 1
+    m = cfg.mss
+    # the ack of segment 4, then the dup acks of 6-9 and of the FIN sent in recovery
+    dups = [e for a, e in acks if a == 5 * m]
+    assert len(dups) == 6 and all(e == sent[4 * m][0] for e in dups)
+    assert len(sent[5 * m]) == 2
+    filled = next(e for a, e in acks if a > 5 * m)
+    assert filled == sent[5 * m][1]
+
+
+def test_min_rto_floors_the_variance_term() -> None:
+    """Linux: RTO = SRTT + max(4 RTTVAR, tcp_rto_min = 200 ms) (tcp_set_rto with
+    rttvar_us >= tcp_rto_min). A 10 ms path: 10 + max(20, 200) = 210 ms, not 200 ms (a
+    floor on the sum), not 30 ms (RFC 6298's 1 s floor is Linux's initial RTO only)."""
+    rtt = 0.01
+    net = _net(one_way_s=rtt / 2)
+    cfg = TcpConfig(data_retries=2)
+    _flow(net, 10 * cfg.mss, cfg)
+    tries: list[float] = []
+
+    def blackhole(pkt: Packet) -> bool:
+        if pkt.length and pkt.seq == 0:
+            tries.append(net.clock.now)
+        return bool(pkt.length)
+
+    _filter(net, "s", 5001, blackhole)
+    net.run(10.0)
+    assert [round(b - a, 6) for a, b in zip(tries, tries[1:], strict=False)] == pytest.approx(
+        [0.21, 0.42], abs=1e-4
+    )
+
+
+@pytest.mark.parametrize(("timestamps", "rto"), [(False, 3.0), (True, 0.3)])
+def test_retransmitted_syn_without_timestamps_starts_the_data_rto_at_3_s(
+    timestamps: bool, rto: float
+) -> None:
+    """Without timestamps a SYN-ACK answering a retransmitted SYN gives no RTT sample
+    (Karn), and Linux's tcp_init_metrics (RFC 6298 5.7) sets the RTO to 3 s; with them
+    the echo times the SYN that was answered: 0.1 s, RTO 0.3 s."""
+    net = _net()
+    cfg = TcpConfig(timestamps=timestamps)
+    flow, _server = _flow(net, 1000, cfg)  # one segment and the FIN: no fast retransmit
+    syns = [0]
+    tries: list[float] = []
+
+    def lossy(pkt: Packet) -> bool:
+        if pkt.tcp_flags & SYN:
+            syns[0] += 1
+            return syns[0] == 1  # the first SYN is lost
+        if pkt.length:
+            tries.append(net.clock.now)
+            return len(tries) == 1  # and the first copy of the data
+        return False
+
+    _filter(net, "s", 5001, lossy)
+    net.run(10.0)
+    assert flow.syn_attempts == 2 and flow.outcome == "completed"
+    assert flow.connect_s == pytest.approx(1.0 + RTT, abs=1e-4)
+    assert flow.timeouts == 1 and len(tries) == 2
+    assert tries[1] - tries[0] == pytest.approx(rto, abs=1e-4)
+
+
+def test_no_delayed_acks_one_ack_per_segment() -> None:
+    """The server acks every data segment at once (Linux's quick-ack mode, which covers
+    the first 16 segments; Linux then acks every second full segment or after 40 ms: not
+    modelled). 100 segments, no loss: 100 pure acks, then the FIN+ACK."""
+    net = _net()
+    cfg = TcpConfig()
+    flow, _server = _flow(net, 100 * cfg.mss, cfg)
+    kinds: list[int] = []
+
+    def seen(pkt: Packet) -> bool:
+        kinds.append(pkt.tcp_flags)
+        return False
+
+    _filter(net, "c", flow.sport, seen)
+    net.run(5.0)
+    assert flow.outcome == "completed" and flow.retransmits == 0
+    ack_only = g.TCP_FLAG_ACK
+    assert kinds.count(ack_only) == 100
+    assert kinds[-1] == g.TCP_FLAG_FIN | g.TCP_FLAG_ACK and len(kinds) == 102  # + SYN-ACK
+
+
+def test_no_sack_newreno_repairs_one_hole_per_rtt() -> None:
+    """No SACK: acks are cumulative only, so two holes in one window are repaired one
+    RTT apart (fast retransmit, then the NewReno partial ack names the second hole);
+    with SACK (Linux's default) both would be resent in the first recovery round."""
+    net = _net()
+    cfg = TcpConfig()
+    flow, _server = _flow(net, 40 * cfg.mss, cfg)
+    m = cfg.mss
+    resend: dict[int, list[float]] = {2 * m: [], 6 * m: []}
+    lost = {2 * m, 6 * m}
+
+    def f(pkt: Packet) -> bool:
+        if pkt.length and pkt.seq in resend:
+            if pkt.seq in lost:
+                lost.discard(pkt.seq)
+                return True
+            resend[pkt.seq].append(net.clock.now)
+        return False
+
+    _filter(net, "s", 5001, f)
+    net.run(5.0)
+    assert flow.outcome == "completed"
+    assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 2
+    (a,), (b,) = resend[2 * m], resend[6 * m]
+    assert b - a == pytest.approx(RTT, abs=1e-3)
+
+
+def test_server_ts_recent_follows_linux() -> None:
+    """The server's echo, packet by packet: the SYN's TSval on the SYN-ACK; an in-order
+    segment's; the last in-order one for a segment past a hole; a duplicate's that ends
+    at the next expected byte (tcp_sequence accepts end_seq == rcv_wup); the hole's
+    filler's; not an older duplicate's (dropped by tcp_sequence before
+    tcp_replace_ts_recent)."""
+    net = _net()
+    server = TcpServer(net.clock, net.hosts["s"])
+    c, s = net.ip("c"), net.ip("s")
+    replies: list[Packet] = []
+    net.hosts["c"].bind(replies.append, 1234)
+
+    def send(flags: int, seq: int, length: int, tsval: float) -> tuple[int, float | None]:
+        pkt = Packet(c, s, 1234, 5001, 66 + length, TCP, tcp_flags=flags, seq=seq, ack=1)
+        pkt.length, pkt.tsval = length, tsval
+        server.on_packet(pkt)
+        net.run(net.clock.now + 1.0)
+        return replies[-1].ack, replies[-1].tsecr
+
+    assert send(SYN, 0, 0, 1.0) == (1, 1.0)
+    assert send(g.TCP_FLAG_ACK, 0, 100, 2.0) == (100, 2.0)
+    assert send(g.TCP_FLAG_ACK, 200, 100, 3.0) == (100, 2.0)  # out of order
+    assert send(g.TCP_FLAG_ACK, 0, 100, 4.0) == (100, 4.0)  # duplicate, ends at rcv_nxt
+    assert send(g.TCP_FLAG_ACK, 100, 100, 5.0) == (300, 5.0)  # fills the hole
+    assert send(g.TCP_FLAG_ACK, 0, 100, 6.0) == (300, 5.0)  # older duplicate
