@@ -40,6 +40,20 @@ def _filter(net: Network, host: str, port: int, drop: Callable[[Packet], bool]) 
     net.hosts[host].handlers[port] = handler
 
 
+def _blackhole_data(net: Network) -> list[float]:
+    """Lose every data segment to ``s:5001``; the returned list gets the time of each
+    (re)transmission of the first one, so its gaps are the RTOs."""
+    tries: list[float] = []
+
+    def blackhole(pkt: Packet) -> bool:
+        if pkt.length and pkt.seq == 0:
+            tries.append(net.clock.now)
+        return bool(pkt.length)
+
+    _filter(net, "s", 5001, blackhole)
+    return tries
+
+
 def _flow(net: Network, size: int, cfg: TcpConfig | None = None) -> tuple[TcpFlow, TcpServer]:
     server = TcpServer(net.clock, net.hosts["s"])
     flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), size, cfg or TcpConfig())
@@ -121,14 +135,7 @@ def test_rto_backs_off_exponentially_and_gives_up() -> None:
     net = _net()
     cfg = TcpConfig(data_retries=4)
     flow, _server = _flow(net, 10 * cfg.mss, cfg)
-    tries: list[float] = []
-
-    def blackhole(pkt: Packet) -> bool:
-        if pkt.length and pkt.seq == 0:
-            tries.append(net.clock.now)
-        return bool(pkt.length)
-
-    _filter(net, "s", 5001, blackhole)
+    tries = _blackhole_data(net)
     net.run(60.0)
     # SYN-ACK sample R = 0.1 s: RTO = R + max(4 * R/2, 0.2) = 0.3 s, then 0.6, 1.2, ...
     gaps = [round(b - a, 6) for a, b in zip(tries, tries[1:], strict=False)]
@@ -508,14 +515,7 @@ def test_min_rto_floors_the_variance_term() -> None:
     net = _net(one_way_s=rtt / 2)
     cfg = TcpConfig(data_retries=2)
     _flow(net, 10 * cfg.mss, cfg)
-    tries: list[float] = []
-
-    def blackhole(pkt: Packet) -> bool:
-        if pkt.length and pkt.seq == 0:
-            tries.append(net.clock.now)
-        return bool(pkt.length)
-
-    _filter(net, "s", 5001, blackhole)
+    tries = _blackhole_data(net)
     net.run(10.0)
     assert [round(b - a, 6) for a, b in zip(tries, tries[1:], strict=False)] == pytest.approx(
         [0.21, 0.42], abs=1e-4
