@@ -193,19 +193,14 @@ def test_report_fills_variants_a_partial_run_left_out_from_older_records(
         run.mkdir(parents=True)
         exp = {"experiment": {"algorithms": ["none"]}, "variants": [{"name": n} for n in variants]}
         (run / "experiment.json").write_text(json.dumps(exp))
-        summary = {
-            "experiment": "gates",
-            "run_id": run_id,
-            "engine": "sim",
-            "scale": "file",
-            "factor": 1.0,
-            "algos": list(rates),
-            "results": {v: {"tcp": {"up": {"completion_rate_per_s": r}}} for v, r in rates.items()},
-            "verdicts": [
+        _write_summary(
+            run,
+            algos=list(rates),
+            results={v: {"tcp": {"up": {"completion_rate_per_s": r}}} for v, r in rates.items()},
+            verdicts=[
                 {"expect": 0, "metric": "completion_rate", "algo": v, "passed": True} for v in rates
             ],
-        }
-        (run / "summary.json").write_text(json.dumps(summary))
+        )
 
     record("20260101T000000Z-sim-file-a", {"static": 40.0, "search": 30.0, "gone": 1.0}, [])
     record("20260102T000000Z-sim-file-b", {"static": 41.0, "search": 31.0}, ["static", "search"])
@@ -221,6 +216,13 @@ def test_report_fills_variants_a_partial_run_left_out_from_older_records(
         "20260102T000000Z-sim-file-b",
     ]
     assert {v["algo"] for v in merged["verdicts"]} == {"static", "search"}
+
+
+def _write_summary(run: Path, **fields: object) -> None:
+    """``run``'s summary.json: the header of a simulator record of scale "file" (the
+    experiment is the run's folder), then ``fields``."""
+    head = {"experiment": run.parent.name, "run_id": run.name, "engine": "sim", "scale": "file"}
+    (run / "summary.json").write_text(json.dumps(head | {"factor": 1.0} | fields))
 
 
 def _fct_record(
@@ -419,18 +421,9 @@ def test_report_fills_measured_values_of_variants_from_older_records(tmp_path: P
             }
             for i, v in enumerate(variants)
         ]
-        summary = {
-            "experiment": "gates",
-            "run_id": run_id,
-            "engine": "sim",
-            "scale": "file",
-            "factor": 1.0,
-            "algos": variants,
-            "results": {v: {} for v in variants},
-            "verdicts": [],
-            "measured": measured,
-        }
-        (run / "summary.json").write_text(json.dumps(summary))
+        _write_summary(
+            run, algos=variants, results={v: {} for v in variants}, verdicts=[], measured=measured
+        )
     merged = newest_runs(results)["gates"][("sim", "file")]
     by = {m["algo"]: m["measured"] for m in merged["measured"]}
     assert by == {"search": 18.0, "static": 18.0}  # search from the newest, static older
