@@ -14,6 +14,7 @@ Time is wall time since the controller was ready.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -75,27 +76,59 @@ def kernel_tcp_holds(plan: Plan) -> dict[str, set[float]]:
     return out
 
 
+def udp_sends(plan: Plan) -> dict[str, set[str]]:
+    """Each host sending UDP (flows, CM apps) to receiver agents, which hold the acks:
+    the receivers it sends to."""
+    out: dict[str, set[str]] = {}
+    pairs = [(f.src, f.dst) for f in plan.flows]
+    pairs += [(a.src, a.dst) for a in plan.cm if a.app != "tcp"]
+    for src, dst in pairs:
+        out.setdefault(src, set()).add(dst)
+    return out
+
+
 def held_access_delays(plan: Plan) -> dict[str, float]:
     """The one-way delay (s) of a delay line on each kernel-TCP sender's access link that
     gives its connections the RTT the file asks for (``kernel_tcp_holds``): half that RTT
     each way, as the simulator's hold adds it once per round trip. All or nothing: every
-    host sending kernel TCP with a hold must send nothing else (no UDP flow, no UDP CM
-    app: their receivers already hold acks), receive nothing, have no access delay of its
-    own and one hold for all its connections; otherwise no line (and the run's facts say
-    that kernel TCP sees the queue only), so kernel TCP flows compared in one run always
-    have the same emulation."""
+    host sending kernel TCP with a hold must receive nothing, have no access delay of its
+    own and one hold for all its connections; if it also sends to receiver agents (UDP,
+    whose acks they hold), each such receiver's ``ack_delay`` must equal that hold and all
+    its senders must have the same line, so the agent holds nothing more
+    (``receiver_holds``) and those packets keep the file's RTT too (cm-audio: the audio and
+    TCP/CM on one host). Otherwise no line (and the run's facts say that kernel TCP sees
+    the queue only), so kernel TCP flows compared in one run always have the same
+    emulation."""
     holds = kernel_tcp_holds(plan)
     if not any(h > 0 for hs in holds.values() for h in hs):
         return {}
-    udp = {f.src for f in plan.flows} | {a.src for a in plan.cm if a.app != "tcp"}
-    udp |= {g.src for g in plan.tcp if any(g.paced(a) for a in plan.algorithms)}
+    udp = udp_sends(plan)
+    paced = {g.src for g in plan.tcp if any(g.paced(a) for a in plan.algorithms)}
     dsts = {f.dst for f in plan.flows} | {g.dst for g in plan.tcp} | {a.dst for a in plan.cm}
     one: dict[str, float] = {}
     for host, hs in holds.items():
-        if len(hs) != 1 or host in udp | dsts or plan.hosts[host].delay_s > 0:
+        if len(hs) != 1 or host in dsts | paced or plan.hosts[host].delay_s > 0:
             return {}
         one[host] = min(hs)
+    for host, rtt in one.items():
+        for dst in udp.get(host, set()):
+            senders = [s for s, ds in udp.items() if dst in ds]
+            if not math.isclose(plan.hosts[dst].ack_delay_s, rtt) or any(
+                s not in one or not math.isclose(one[s], rtt) for s in senders
+            ):
+                return {}
     return {host: rtt / 2 for host, rtt in one.items() if rtt > 0}
+
+
+def receiver_holds(plan: Plan) -> dict[str, float]:
+    """The ack hold (s) each receiver agent keeps: the file's ``ack_delay``, less the round
+    trip of its senders' delay lines (``held_access_delays``), which then carry it."""
+    held = held_access_delays(plan)
+    out: dict[str, float] = {}
+    for src, ds in udp_sends(plan).items():
+        for dst in ds:
+            out[dst] = max(0.0, plan.hosts[dst].ack_delay_s - 2 * held.get(src, 0.0))
+    return out
 
 
 def lab_topology(plan: Plan) -> LabTopology:
@@ -364,8 +397,9 @@ class Bmv2Engine:
                 write_meter(self.net.topo_path, sw, port, v.admit_fps)
         paced = [g.dst for g in plan.tcp if g.paced(algo)]
         cm = [a.dst for a in plan.cm if a.app != "tcp"]
+        holds = receiver_holds(plan)
         for dst in dict.fromkeys([f.dst for f in plan.flows] + paced + cm):
-            delay_ms = plan.hosts[dst].ack_delay_s * 1000
+            delay_ms = holds.get(dst, plan.hosts[dst].ack_delay_s) * 1000
             cmd = [PY, "-m", "fairgate_hosts.receiver", "--ack-delay-ms", f"{delay_ms:g}"]
             cmd += ["--log", str(self.ctx.log_path(f"rx-{dst}"))]
             cmd += ["--log-interval", f"{plan.sample_s:g}"]

@@ -201,7 +201,7 @@ def test_kernel_tcp_holds_become_sender_delay_lines(tmp_path: Path) -> None:
     """Kernel TCP cannot hold its acks: a file's ``hold`` (and TCP/CM's receiver
     ``ack_delay``) is a delay line of half the RTT on the sender's access link, only when
     every kernel TCP sender can have one (so compared flows share one emulation)."""
-    from fairgate_exp.engines.bmv2 import held_access_delays, tcp_hold_note
+    from fairgate_exp.engines.bmv2 import held_access_delays, receiver_holds, tcp_hold_note
 
     plan = load(EXPERIMENTS_DIR / "cm-aging.toml")
     assert held_access_delays(plan) == {"t1": pytest.approx(0.06), "t2": pytest.approx(0.06)}
@@ -212,10 +212,14 @@ def test_kernel_tcp_holds_become_sender_delay_lines(tmp_path: Path) -> None:
     # TCP/CM's RTT is its receiver's ack_delay (the simulator's TCP/CM sink holds it)
     friendly = held_access_delays(load(EXPERIMENTS_DIR / "cm-tcp-friendly.toml"))
     assert friendly == {"h1": pytest.approx(0.06), "h2": pytest.approx(0.06)}
-    # a sender that also sends UDP (its receiver agent holds those acks already): none at all
+    # a sender that also sends UDP to a receiver agent holding as long: the line carries
+    # the whole RTT and that agent holds nothing more (Fig. 10: audio and TCP/CM on h1)
+    audio = load(EXPERIMENTS_DIR / "cm-audio.toml")
+    assert held_access_delays(audio) == {"h1": pytest.approx(0.06), "h2": pytest.approx(0.06)}
+    assert receiver_holds(audio) == {"r1": 0.0, "r3": pytest.approx(0.12)}
     web = load(EXPERIMENTS_DIR / "cm-web.toml")
-    assert held_access_delays(web) == {}
-    assert "not emulated" in (tcp_hold_note(web) or "")
+    assert set(held_access_delays(web)) == {"h1", "h2", "x1", "x2"}
+    assert receiver_holds(web) == {"r1": 0.0, "r2": 0.0}
     base = """switches = ["s1"]
 hosts = [{ name = "h1", switch = "s1" }, { name = "h2", switch = "s1" },
   { name = "r1", switch = "s1", capacity = "1Mbit/s" }]
@@ -232,6 +236,25 @@ algorithms = ["none"]
     mixed = ", ".join(tcp.format(n=f"t{h}", s="h1", h=h) for h in ("40ms", "80ms"))
     path.write_text(f"tcp = [{mixed}]\n" + base)
     assert held_access_delays(load(path)) == {}
+    # UDP to a receiver holding other than the sender's TCP hold: no line can give both
+    udp = '\nflows = [{ name = "u", src = "h1", dst = "r1", max_rate = "100kbit/s" }]\n'
+    r1 = '{ name = "r1", switch = "s1", capacity = "1Mbit/s" }'
+    held40 = '{ name = "r1", switch = "s1", capacity = "1Mbit/s", ack_delay = "40ms" }'
+    path.write_text(f"tcp = [{two}]{udp}" + base)
+    assert held_access_delays(load(path)) == {}
+    assert "not emulated" in (tcp_hold_note(load(path)) or "")
+    path.write_text(f"tcp = [{two}]{udp}" + base.replace(r1, held40))
+    assert held_access_delays(load(path)) == {"h1": pytest.approx(0.02), "h2": pytest.approx(0.02)}
+    assert receiver_holds(load(path)) == {"r1": 0.0}
+    # ... unless every UDP sender to that receiver has the same line (h3 has none)
+    three = udp.replace("]", ', { name = "v", src = "h3", dst = "r1", max_rate = "1kbit/s" }]')
+    h3 = base.replace(
+        '{ name = "h2", switch = "s1" },',
+        '{ name = "h2", switch = "s1" }, { name = "h3", switch = "s1" },',
+    )
+    path.write_text(f"tcp = [{two}]{three}" + h3.replace(r1, held40))
+    assert held_access_delays(load(path)) == {}
+    assert receiver_holds(load(path)) == {"r1": pytest.approx(0.04)}
     # no hold: no line, no note
     path.write_text(f"tcp = [{tcp.format(n='t', s='h1', h='0ms')}]\n" + base)
     assert held_access_delays(load(path)) == {} and tcp_hold_note(load(path)) is None
