@@ -7,7 +7,8 @@ Propagation delay: the kernels here have no netem, so a switch-to-switch link de
 refused; host access delays are delay-line nodes and ``ack_delay`` is held by the
 receiver (the labs' RTT emulation). Kernel TCP cannot hold its acks: the RTT a file gives
 kernel TCP by ``hold`` (and TCP/CM by its receiver's ``ack_delay``) becomes a delay line
-on the sender's access link where that poses the same question (``held_access_delays``).
+on the sender's access link where that poses the same question (``held_access_delays``;
+receiver agents behind such a line hold only what it does not carry: ``receiver_holds``).
 Time is wall time since the controller was ready.
 """
 
