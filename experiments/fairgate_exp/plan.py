@@ -149,6 +149,7 @@ class CmPlan:
     probes_per_rtt: float = 2.0
     size: int = 100_000_000  # tcp: bytes per connection
     mss: int = 1448  # tcp: segment size
+    full_packets: bool = False  # audio: full data packets at the layer's rate, not frames
 
     def flow_names(self) -> list[str]:
         """The recorded names of its flows, in order (audio's first)."""
@@ -592,6 +593,11 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         if _path(plan, table, a.src, a.dst) is None or _path(plan, table, a.dst, a.src) is None:
             raise _err(f"cm[{i}] ({a.name}): no route from {a.src} to {a.dst}")
         frame = plan.frame
+        if a.packets == "full" and (a.app != "audio" or "frame" in a.model_fields_set):
+            raise _err(
+                f'cm[{i}] ({a.name}): packets = "full" is the audio app\'s, and its packets '
+                "then follow the layer's rate: leave out frame"
+            )
         plan.cm.append(
             CmPlan(
                 a.name,
@@ -612,6 +618,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 probes_per_rtt=a.probes_per_rtt,
                 size=units.parse_bytes(a.size),
                 mss=units.parse_bytes(a.mss),
+                full_packets=a.packets == "full",
             )
         )
     plan.session_window_s = units.parse_time(ctl.session_window)

@@ -237,6 +237,9 @@ class CmApp(Strict):
         default_factory=lambda: [f"{10 * 2**i}kbit/s" for i in range(6)], min_length=1
     )
     frame: PosTimeStr = "40ms"
+    # audio: "frames" (one frame per frame interval, its size the layer's) or "full" (data
+    # packets of the file's payload, as often as the layer allows: the paper's 1 KB packets)
+    packets: Literal["frames", "full"] = "frames"
     initial_rate: RateStr = "192kbit/s"  # the CM's rate before feedback (scaled)
     start: TimeStr = "0s"
     stop: TimeStr | None = None

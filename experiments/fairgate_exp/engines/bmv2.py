@@ -260,6 +260,8 @@ def cm_command(
     cmd += ["--bulk", str(app.flows), "--bulk-join", "0"]
     cmd += ["--layers", ",".join(str(x) for x in app.layers_kbps)]
     cmd += ["--frame-ms", f"{app.frame_s * 1000:g}"]
+    if app.full_packets:
+        cmd += ["--full-packets"]
     if tcp is not None:
         cmd += ["--tcp-flows", str(tcp[0].flows), "--tcp-log", str(tcp[1])]
         cmd += ["--kernel-cc", kernel_cc]

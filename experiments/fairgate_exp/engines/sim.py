@@ -296,7 +296,9 @@ class SimEngine:
                 a.flows,
                 0.0,
                 0.2,
-                audio=LayeredAudio(a.layers_kbps, a.layers_kbps[0]),
+                audio=LayeredAudio(
+                    a.layers_kbps, a.layers_kbps[0], packet_bytes=mss if a.full_packets else 0
+                ),
                 start_us=start_us,
             )
             host.start(

@@ -4,7 +4,8 @@ The sender does not watch the network itself: it opens a CM flow, and on every
 ``change_rate`` callback switches to the highest layer not above the flow's rate.
 
 ``python -m fairgate_hosts.apps.audio --dst 10.0.0.2 --duration 20 --log audio.jsonl``
-sends one frame every ``--frame-ms`` at the current layer through an in-process CM (see
+sends one frame every ``--frame-ms`` at the current layer (``--full-packets``: packets of
+``--mss`` bytes, as often as the layer allows) through an in-process CM (see
 ``cmhost.py``); ``--bulk N`` adds N bulk flows to the same macroflow (joining at
 ``--bulk-join`` s) so the audio flow's share, and its layer, drops when they join.
 """
@@ -42,14 +43,26 @@ class LayeredAudio:
     layers_kbps: tuple[int, ...] = LAYERS_KBPS
     layer_kbps: int = LAYERS_KBPS[0]
     history: list[tuple[float, int]] = field(default_factory=list)
+    # 0: one frame per frame interval, its size the layer's; > 0: packets of this size, as
+    # often as the layer's rate allows (the paper's server "always performed transmissions
+    # of 1KB packets")
+    packet_bytes: int = 0
 
     def change_rate(self, rate_Bps: float) -> None:
         self.layer_kbps = choose_layer(rate_Bps, self.layers_kbps)
         self.history.append((rate_Bps, self.layer_kbps))
 
     def frame_bytes(self, frame_ms: float = 20.0) -> int:
-        """Bytes of one audio frame at the current layer."""
+        """Bytes of the next audio packet: one frame at the current layer, or a full packet."""
+        if self.packet_bytes > 0:
+            return self.packet_bytes
         return max(1, int(self.layer_kbps * frame_ms / 8))
+
+    def gap_us(self, frame_ms: float = 20.0) -> int:
+        """Time to the next packet: the frame interval, or a full packet at the layer's rate."""
+        if self.packet_bytes > 0:
+            return max(1, round(self.packet_bytes * 8_000 / self.layer_kbps))
+        return max(1, round(frame_ms * 1000))
 
 
 @dataclass
@@ -118,7 +131,7 @@ class AudioApp:
                 )
                 host.request(flow, 1 << 40, self)
         while now_us >= self.next_frame_us:
-            self.next_frame_us += int(self.frame_ms * 1000)
+            self.next_frame_us += self.audio.gap_us(self.frame_ms)
             size = self.audio.frame_bytes(self.frame_ms)
             # The CM's round robin grants a flow at most what it has queued per round: keep up
             # to one MSS queued so a small-frame flow is not starved by bulk flows; beyond
@@ -231,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="encodings, kbit/s (default 10,20,40,80,160,320)",
     )
     p.add_argument("--frame-ms", type=float, default=20.0, help="one frame every F ms")
+    p.add_argument(
+        "--full-packets",
+        action="store_true",
+        help="send --mss-byte packets as often as the layer allows, not one frame per --frame-ms",
+    )
     p.add_argument("--bulk", type=int, default=0, help="bulk flows sharing the macroflow")
     p.add_argument("--bulk-join", type=float, default=5.0, help="when they join, s")
     p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
@@ -267,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         args.bulk,
         args.bulk_join,
         args.interval,
-        audio=LayeredAudio(layers, layers[0]),
+        audio=LayeredAudio(layers, layers[0], packet_bytes=args.mss if args.full_packets else 0),
     )
     if args.tcp_flows > 0:
         if args.tcp_log is None:

@@ -97,6 +97,23 @@ CASES = {
         ),
         ["flows[0] (f1): no route from h1 (s1) to r1 (s3)"],
     ),
+    "cm_full_packets_with_frame": (
+        GOOD.replace(
+            'flows = [{ name = "f1", src = "h1", dst = "r1" }]',
+            'flows = [{ name = "f1", src = "h1", dst = "r1" }]\n'
+            'cm = [{ name = "v", src = "h1", dst = "r1", app = "audio", packets = "full", '
+            'frame = "20ms" }]',
+        ),
+        ["cm[0] (v)", "leave out frame"],
+    ),
+    "cm_full_packets_not_audio": (
+        GOOD.replace(
+            'flows = [{ name = "f1", src = "h1", dst = "r1" }]',
+            'flows = [{ name = "f1", src = "h1", dst = "r1" }]\n'
+            'cm = [{ name = "b", src = "h1", dst = "r1", packets = "full" }]',
+        ),
+        ["cm[0] (b)", "the audio app's"],
+    ),
     "phase_after_end": (
         GOOD.replace('start = "5s"', 'start = "12s"'),
         ["phases[0] (steady)", "after the end"],

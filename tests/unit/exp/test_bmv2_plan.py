@@ -195,6 +195,8 @@ def test_audio_runs_its_tcpcm_neighbour_on_one_cm() -> None:
     assert cmd[cmd.index("--tcp-flows") + 1] == "1"
     assert cmd[cmd.index("--tcp-log") + 1] == "/tmp/t.jsonl"
     assert cmd[cmd.index("--kernel-cc") + 1] == "fg_cm"
+    # the paper's audio sends 1 KB packets: full data packets at the layer's rate
+    assert "--full-packets" in cmd and voice.full_packets
 
 
 def test_kernel_tcp_holds_become_sender_delay_lines(tmp_path: Path) -> None:

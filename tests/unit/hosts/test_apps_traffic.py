@@ -33,6 +33,19 @@ def test_audio_follows_cm_change_rate() -> None:
     assert audio.layer_kbps == 40 and audio.frame_bytes(20) == 100
 
 
+def test_audio_full_packets_follow_the_layer_rate() -> None:
+    """Frames: one per frame interval, sized by the layer; full packets (the paper's 1 KB
+    transmissions): one size, spaced so the layer's rate is kept."""
+    frames = LayeredAudio(layer_kbps=80)
+    assert (frames.frame_bytes(40), frames.gap_us(40)) == (400, 40_000)
+    full = LayeredAudio(layer_kbps=80, packet_bytes=1000)
+    assert (full.frame_bytes(40), full.gap_us(40)) == (1000, 100_000)
+    full.change_rate(20_000)  # 160 kbit/s
+    assert (full.frame_bytes(40), full.gap_us(40)) == (1000, 50_000)
+    full.change_rate(1_000)  # below every layer: the lowest, 10 kbit/s
+    assert full.gap_us(40) == 800_000
+
+
 def test_tcp_pacing_option() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         assert set_pacing_rate(s, 125_000.7) == 125_000
