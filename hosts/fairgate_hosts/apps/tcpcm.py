@@ -7,7 +7,8 @@ once (``TCP_NODELAY``) and reported with ``cm_notify``; nothing else is written,
 ``TCP_NOTSENT_LOWAT`` of one MSS makes the kernel refuse to queue more than one unsent
 segment, so it cannot run ahead of the CM. Feedback: ``TCP_INFO`` is polled every
 ``--feedback-ms`` and reported with ``cm_update`` (bytes newly acked, none while the
-kernel is in loss recovery, where SACKed deliveries still count as feedback; one loss per
+kernel is in fast recovery, where SACKed deliveries still count as feedback, but counted
+after a timeout, where NewReno's slow start grows on them too; one loss per
 recovery episode, when the kernel enters fast recovery, not for a tail loss probe; its
 smoothed RTT; a retransmission timeout as persistent congestion). The kernel retransmits
 by itself, at once; the poll that sees them charges their bytes to the CM (``charge``: the
@@ -214,14 +215,16 @@ class TcpCm:
                 events += self.cm.charge(conn.fid, d_retrans, now_us)
             conn.delivered, conn.recovering = info.delivered, recovering
             conn.rtt_us = info.rtt_us
-            # SACKs during recovery deliver segments without advancing the cumulative ack:
-            # they are feedback (no aging), without growth (NewReno's window does not
-            # grow in recovery; the simulator's TCP/CM reports none either)
+            # SACKs during fast recovery deliver segments without advancing the cumulative
+            # ack: they are feedback (no aging), without growth (NewReno's window does not
+            # grow in fast recovery). After a timeout (TCP_CA_LOSS) the acks of the resent
+            # data count: NewReno slow-starts on them, the paper's CM too ("the rate drops
+            # to a small value forcing slow start"), and so does the simulator's TCP/CM.
             if d_acked > 0 or d_delivered > 0 or loss or persistent:
                 conn.losses_reported += loss and not persistent
                 conn.timeouts_reported += persistent
                 rtt = info.rtt_us if info.rtt_us > 0 else None
-                nrecd = 0 if recovering else max(0, d_acked)
+                nrecd = 0 if info.ca_state == TCP_CA_RECOVERY else max(0, d_acked)
                 events += self.cm.update(
                     conn.fid, nrecd, loss and not persistent, rtt, now_us, persistent=persistent
                 )

@@ -153,3 +153,52 @@ def test_kernel_retransmissions_are_charged_to_the_cm(monkeypatch: pytest.Monkey
     assert credit[1] == pytest.approx(credit[0] + 100 - 2 * 1448, abs=1)
     assert credit[2] == pytest.approx(credit[1] + 100, abs=1)
     assert credit[3] == pytest.approx(credit[2] + 100 - 1448, abs=1)
+
+
+def test_acks_count_after_a_timeout_but_not_in_fast_recovery(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``cm_update`` gets the newly acked bytes, none in fast recovery (NewReno's window
+    does not grow there) but all of them in RTO recovery, where NewReno slow-starts."""
+    from fairgate_hosts.apps import tcpcm
+    from fairgate_hosts.apps.tcpcm import CmConn
+    from fairgate_hosts.kernel_tcp import TCP_CA_LOSS, TCP_CA_RECOVERY, KernelInfo
+
+    def info(ca_state: int, acked: int) -> KernelInfo:
+        return KernelInfo(
+            ca_state=ca_state, snd_mss=1448, unacked=0, sacked=0, lost=0, retrans=0,
+            rtt_us=150_000, snd_ssthresh=1 << 30, snd_cwnd=1 << 30, total_retrans=0,
+            bytes_acked=acked, notsent=0, busy_us=0, rwnd_limited_us=0, sndbuf_limited_us=0,
+            bytes_sent=0, bytes_retrans=0, snd_wnd=1 << 20,
+        )  # fmt: skip
+
+    states = [(0, 1448), (TCP_CA_RECOVERY, 2 * 1448), (0, 3 * 1448)]
+    states += [(TCP_CA_LOSS, 3 * 1448), (TCP_CA_LOSS, 5 * 1448), (0, 6 * 1448)]
+    polls = iter([info(c, a) for c, a in states])
+    monkeypatch.setattr(tcpcm, "kernel_info", lambda sock: next(polls))
+    cm = CongestionManager(CMConfig(mss=1448, initial_rate_Bps=100_000, aging="off"))
+    reported: list[tuple[int, bool, bool]] = []
+    update = cm.update
+
+    def spy(fid: int, nrecd: int, loss: bool, *a: object, **kw: object) -> object:
+        reported.append((nrecd, loss, bool(kw.get("persistent"))))
+        return update(fid, nrecd, loss, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cm, "update", spy)
+    app = TcpCm("10.0.0.2", 5001, cm)
+    fid = cm.open("", "10.0.0.2", now_us=0, probed=False)
+    sock = socket.socket()
+    try:
+        app.conns.append(CmConn(0, sock, fid))
+        for t in range(len(states)):
+            app.feedback(t * 1000)
+    finally:
+        sock.close()
+    assert reported == [
+        (1448, False, False),
+        (0, True, False),  # fast recovery: a loss, no growth
+        (1448, False, False),
+        (0, False, True),  # the timeout: persistent congestion
+        (2 * 1448, False, False),  # RTO recovery: the resends' acks count
+        (1448, False, False),
+    ]
