@@ -1,4 +1,4 @@
-"""A minimal TCP (Reno with NewReno partial acks) for the simulator's TCP scenarios.
+"""A minimal TCP (Reno with SACK loss recovery, or NewReno) for the simulator's TCP scenarios.
 
 ``TcpFlow`` is one client connection that uploads ``size`` bytes, half-closes and waits
 for the server's FIN (like ``fairgate_hosts.traffic.client``); ``TcpServer`` is the
@@ -34,13 +34,32 @@ rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
   252 ms, 32 ms below 2 s, 256 ms below 16 s), in buckets shared by all sockets, so the
   SYN and data retries of many flows leave together (measured on the lab: first SYNs get
   through a meter far more often than retries);
-- slow start, congestion avoidance (+1 segment per window), fast retransmit on
+- slow start, congestion avoidance (+1 segment per window);
+- SACK (``sack``, default on as Linux's ``tcp_sack = 1``; used when the SYN-ACK answers
+  the SYN's SACK-permitted): the server sends SACK blocks as Linux does (RFC 2018,
+  ``tcp_sack_new_ofo_skb``: the block with the segment that triggered the ack first, then
+  the most recently reported; touching blocks merge; 4 kept, 3 sent beside timestamps,
+  8 bytes each on the frame; blocks below the next expected byte dropped; no D-SACK).
+  The sender keeps a scoreboard (segments SACKed, resent, lost) and recovers as RFC 6675
+  with Linux's entry and Reno's response: recovery starts when ``dupthresh`` segments are
+  SACKed (``tcp_time_to_recover``); ssthresh = half the flight, at most cwnd (as without
+  SACK: one loss halves cwnd); a segment is lost when ``dupthresh`` SACKed segments lie
+  above it (IsLost), or it is the first hole at the start or after a partial ack
+  (NewReno's rule; Linux's RACK finds such holes by time); lost holes are resent first,
+  then new data, while the pipe (segments neither SACKed nor lost, plus resends) is below
+  cwnd; during recovery cwnd follows PRR (RFC 6937, Linux's ``tcp_cwnd_reduction``:
+  sends at ssthresh / prior cwnd of the segments delivered, slow start back to ssthresh
+  below it); recovery ends when the recovery point is acked, cwnd = ssthresh. Outside
+  recovery, SACKed segments leave the pipe (limited transmit), and cwnd grows on acks
+  that advance ``una`` by the segments newly delivered (Linux's ``acked_sacked`` and
+  ``tcp_may_raise_cwnd``). At an RTO (``tcp_enter_loss``) SACKed segments stay SACKed
+  (no reneging here), every other outstanding one is lost and is resent in order from
+  cwnd 1 (no go-back-N over SACKed data), ssthresh half the scoreboard's pipe. Not
+  modelled: RACK/TLP (a lost resend waits for the RTO), D-SACK and undo, SACK RTT samples;
+- without SACK (``sack=False``, or a server with ``sack=False``): fast retransmit on
   ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
-  acks;
-- no SACK: acks are cumulative only, so a window with several holes is repaired one hole
-  per RTT (NewReno) where Linux, which negotiates SACK and adds RACK/TLP, resends them
-  in one round; for flows of a few segments that recover mostly by RTO this matters
-  little, a known difference;
+  acks, go-back-N after an RTO: a window with several holes is repaired one hole per
+  RTT;
 - no delayed acks: the server acks every segment at once, as Linux's quick-ack mode
   does for the first 16 segments of a connection (all of a short flow); Linux's
   receiver then acks every second full segment or after 40 ms, which is not modelled;
@@ -58,7 +77,7 @@ the window of the latest ACK (a switch may have lowered it: FICCRD), at least on
 segment (a window below one MSS lets one out rather than waiting for a persist probe).
 
 Not modelled: receive-window autotuning (the default is Linux's tcp_rmem maximum,
-6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, SACK, RACK/TLP,
+6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, RACK/TLP, D-SACK,
 F-RTO and undo of spurious retransmissions, PAWS, Linux's per-ack RTT samples and its
 per-RTT variance decay (``tcp_rtt_estimator``), the per-destination RTT cache that can
 raise a new connection's first RTO (``tcp_init_metrics``), ECN, RST, TIME_WAIT, Nagle,
@@ -262,6 +281,8 @@ class TcpFlow:
         self._rxt: set[int] = set()  # resent since recovery / the RTO began (SACKED_RETRANS)
         self._marked: set[int] = set()  # holes marked lost: fast retransmit, partial ack
         self._lost_below = 0  # after an RTO every hole below this is lost (tcp_enter_loss)
+        self._sent_order: dict[int, int] = {}  # outstanding segment -> its latest send's
+        self._sends = 0  # number (send order, for detecting lost resends as RACK does)
         self._prior_cwnd = 1.0  # PRR (RFC 6937) in SACK recovery: cwnd at its start,
         self._prr_delivered = 0  # segments delivered since,
         self._prr_out = 0  # and segments sent since
@@ -335,6 +356,9 @@ class TcpFlow:
             self._resent.add(i)  # Linux's TCPCB_RETRANS on the skb
         elif self._timing is None:
             self._timing = (i, now)
+        if self.sack_on:
+            self._sends += 1
+            self._sent_order[i] = self._sends
         if i == self.nseg:
             self._emit(FIN | ACK, self.size, 1, 0)
         else:
@@ -390,6 +414,13 @@ class TcpFlow:
     def _retransmit(self, i: int) -> None:
         self._rxt.add(i)
         self._send_segment(i)
+        self._rearm_on_head(i)
+
+    def _rearm_on_head(self, i: int) -> None:
+        """A resend of the first unacknowledged segment restarts the RTO (Linux's
+        tcp_xmit_retransmit_queue rearms when it resends the head)."""
+        if i == self.una:
+            self._arm(self.clock.now + self.rto_s())
 
     def _prr(self, delivered: int, una_advanced: bool) -> None:
         """Proportional rate reduction (RFC 6937) as Linux's tcp_cwnd_reduction sets cwnd
@@ -434,13 +465,13 @@ class TcpFlow:
             if self.in_recovery:
                 self._prr_out += 1
 
-    def _take_sack(self) -> int:
-        """Add the ack's SACK blocks to the scoreboard; the number of segments newly SACKed
-        (a segment counts when all its bytes are in a block)."""
+    def _take_sack(self) -> tuple[int, int]:
+        """Add the ack's SACK blocks to the scoreboard: (segments newly SACKed, a segment
+        counting when all its bytes are in a block; the latest send order among them)."""
         blocks = self._blocks
         if not blocks:
-            return 0
-        mss, sacked, n = self.cfg.mss, self._sacked, 0
+            return 0, 0
+        mss, sacked, order, n, last_sent = self.cfg.mss, self._sacked, self._sent_order, 0, 0
         for start, end in blocks:
             first = max(-(-start // mss), self.una)
             last = min(self.nseg if end >= self.size else end // mss, self.high)
@@ -448,7 +479,20 @@ class TcpFlow:
                 if i not in sacked:
                     sacked.add(i)
                     n += 1
-        return n
+                    last_sent = max(last_sent, order.get(i, 0))
+        return n, last_sent
+
+    def _lost_resends(self, delivered_order: int) -> None:
+        """A resend is lost again when a segment sent after it has been delivered (the
+        path keeps order): Linux's RACK with no reordering seen (reo_wnd 0 in recovery),
+        and tcp_mark_lost_retrans before it. It becomes a lost hole again."""
+        if not self._rxt or not delivered_order:
+            return
+        order = self._sent_order
+        again = [i for i in self._rxt if order.get(i, 0) < delivered_order]
+        for i in again:
+            self._rxt.discard(i)
+            self._marked.add(i)
 
     def _on_ack_sack(self, a: int, dup_ok: bool) -> None:
         """An ack with the scoreboard (RFC 6675 with Reno's window response): recovery
@@ -469,8 +513,14 @@ class TcpFlow:
         delivered = 0
         advanced = a > self.una
         grow = not self.in_recovery and advanced
+        last_sent = 0  # the latest send order among the segments this ack delivers
         if advanced:
             delivered = a - self.una - sum(1 for i in self._sacked if i < a)
+            order = self._sent_order
+            for i in range(self.una, a):
+                if i not in self._sacked:
+                    last_sent = max(last_sent, order.get(i, 0))
+                order.pop(i, None)
             self._rtt_on_new_ack(a)  # resets the RTO back-off only with a sample
             self.backoffs = 0
             if self.in_recovery:
@@ -495,7 +545,9 @@ class TcpFlow:
                 self._arm(now + self.rto_s())
         elif dup_ok and a == self.una and self.high > self.una:
             self.dupacks += 1
-        delivered += self._take_sack()
+        newly_sacked, sacked_order = self._take_sack()
+        delivered += newly_sacked
+        self._lost_resends(max(last_sent, sacked_order))
         if (
             not self.in_recovery
             and self.una >= self.recover

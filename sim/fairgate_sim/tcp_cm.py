@@ -93,6 +93,7 @@ class CmTcpFlow(TcpFlow):
                 self._sending = True
                 super()._send_segment(i)
                 self._sending = False
+                self._rearm_on_head(i)
                 if need and self.cm is not None:
                     self.cm.tcp_sent(self, need)
         while self.nxt <= self.nseg and self.nxt < limit:
