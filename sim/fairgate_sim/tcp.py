@@ -54,8 +54,12 @@ rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
   that advance ``una`` by the segments newly delivered (Linux's ``acked_sacked`` and
   ``tcp_may_raise_cwnd``). At an RTO (``tcp_enter_loss``) SACKed segments stay SACKed
   (no reneging here), every other outstanding one is lost and is resent in order from
-  cwnd 1 (no go-back-N over SACKed data), ssthresh half the scoreboard's pipe. Not
-  modelled: RACK/TLP (a lost resend waits for the RTO), D-SACK and undo, SACK RTT samples;
+  cwnd 1 (no go-back-N over SACKed data), ssthresh half the scoreboard's pipe. A resend
+  is lost again once a segment sent after it is delivered (SACKed or acked; the path
+  keeps order): Linux's RACK in recovery with no reordering seen (reo_wnd 0), and
+  ``tcp_mark_lost_retrans`` before it; a resend of the head restarts the RTO
+  (``tcp_xmit_retransmit_queue``). Not modelled: the rest of RACK (holes are found by
+  IsLost, not by time) and TLP, D-SACK and undo, RTT samples from SACKed segments;
 - without SACK (``sack=False``, or a server with ``sack=False``): fast retransmit on
   ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
   acks, go-back-N after an RTO: a window with several holes is repaired one hole per
