@@ -39,7 +39,9 @@ rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
   the SYN's SACK-permitted): the server sends SACK blocks as Linux does (RFC 2018,
   ``tcp_sack_new_ofo_skb``: the block with the segment that triggered the ack first, then
   the most recently reported; touching blocks merge; 4 kept, 3 sent beside timestamps,
-  8 bytes each on the frame; blocks below the next expected byte dropped; no D-SACK).
+  8 bytes each on the frame; an out-of-order FIN's sequence number is SACKed too, as
+  Linux's out-of-order queue holds it; blocks below the next expected byte dropped; no
+  D-SACK).
   The sender keeps a scoreboard (segments SACKed, resent, lost) and recovers as RFC 6675
   with Linux's entry and Reno's response: recovery starts when ``dupthresh`` segments are
   SACKed (``tcp_time_to_recover``); ssthresh = half the flight, at most cwnd (as without
@@ -478,7 +480,11 @@ class TcpFlow:
         mss, sacked, order, n, last_sent = self.cfg.mss, self._sacked, self._sent_order, 0, 0
         for start, end in blocks:
             first = max(-(-start // mss), self.una)
-            last = min(self.nseg if end >= self.size else end // mss, self.high)
+            if end > self.size:  # the FIN's sequence number too
+                last = self.nseg + 1
+            else:
+                last = self.nseg if end == self.size else end // mss
+            last = min(last, self.high)
             for i in range(first, last):
                 if i not in sacked:
                     sacked.add(i)
@@ -883,6 +889,8 @@ class TcpServer:
             self._data(conn, pkt.seq, pkt.length)
         if flags & FIN:
             conn.fin_seq = pkt.seq
+            if conn.sack and pkt.seq > conn.rcv_nxt:  # an out-of-order FIN is SACKed too
+                sack_add(conn.blocks, pkt.seq, pkt.seq + 1)
         if conn.fin_seq is not None and conn.rcv_nxt == conn.fin_seq:
             conn.rcv_nxt += 1
             conn.closed = True

@@ -890,3 +890,33 @@ def test_tcp_cm_resends_sack_holes_on_the_next_grants(sack: bool) -> None:
         assert b - a == pytest.approx(4 * 0.002, abs=1e-4)
     else:
         assert b - a == pytest.approx(RTT, abs=0.003)
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_out_of_order_fin_counts_towards_fast_retransmit(sack: bool) -> None:
+    """Five segments and the FIN, the third segment lost: two data segments and the FIN
+    arrive above the hole. Linux's out-of-order queue holds the FIN, so it is SACKed like
+    data (three SACKed: fast retransmit); without SACK its ack is the third duplicate.
+    Either way the hole is repaired without an RTO."""
+    net = _net()
+    cfg = TcpConfig(sack=sack)
+    flow, server = _flow(net, 5 * cfg.mss, cfg)
+    blocks: list[tuple[tuple[int, int], ...]] = []
+
+    def seen(pkt: Packet) -> bool:
+        if pkt.sack:
+            blocks.append(pkt.sack)
+        return False
+
+    _drop_first_copies(net, {2}, cfg.mss)
+    net.run(0.01)
+    _filter(net, "c", flow.sport, seen)
+    net.run(5.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 5 * cfg.mss
+    assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 1
+    size = 5 * cfg.mss
+    assert blocks == (
+        [((3 * cfg.mss, 4 * cfg.mss),), ((3 * cfg.mss, size),), ((3 * cfg.mss, size + 1),)]
+        if sack
+        else []
+    )
