@@ -115,7 +115,7 @@ def test_session_control_file_matches_the_old_path_and_the_lab(
     """experiments/session-control.toml, no gating. Without the lab-matching jitter and
     timer wheel, and without SACK (which the old path's TCP did not have), the model is
     the old path's (the removed sim/fairgate_sim/tcp_labs.py, seed 1: 29.24 flows/s in
-    [10 s, 35 s); with SACK it reads 32.4); with them, it is within 20 % of what the BMv2
+    [10 s, 35 s); with SACK it reads 33.56); with them, it is within 20 % of what the BMv2
     lab measured with the same file (19.68 and 22.88 flows/s: runs
     20261124T220759Z-bmv2-file-016e8d4-dirty and 20261124T221457Z-bmv2-file-016e8d4-dirty,
     docs/session-control.md)."""
