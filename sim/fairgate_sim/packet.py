@@ -48,6 +48,10 @@ class Packet:
     # value echoed (None: no option, or nothing to echo).
     tsval: float | None = None
     tsecr: float | None = None
+    # SACK (RFC 2018): the SACK-permitted option (SYN and SYN-ACK) and an ack's SACK
+    # blocks, byte ranges [start, end), the most recent first (None: no option).
+    sack_ok: bool = False
+    sack: tuple[tuple[int, int], ...] | None = None
 
     def __init__(
         self,
@@ -70,11 +74,13 @@ class Packet:
         created: float = 0.0,
         tsval: float | None = None,
         tsecr: float | None = None,
+        sack_ok: bool = False,
+        sack: tuple[tuple[int, int], ...] | None = None,
     ) -> None:
         # Written out rather than generated: a dataclass's generated __init__ is Python
         # even in the mypyc build (mypyc compiles only the methods in the source), and
         # every simulated packet is built here. Same parameters, same order (the
-        # timestamps, added later, last, so positional calls keep their meaning).
+        # timestamps and SACK, added later, last, so positional calls keep their meaning).
         self.src = src
         self.dst = dst
         self.sport = sport
@@ -94,6 +100,8 @@ class Packet:
         self.created = created
         self.tsval = tsval
         self.tsecr = tsecr
+        self.sack_ok = sack_ok
+        self.sack = sack
 
     @property
     def fg_port(self) -> bool:

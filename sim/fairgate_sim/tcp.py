@@ -1,4 +1,4 @@
-"""A minimal TCP (Reno with NewReno partial acks) for the simulator's TCP scenarios.
+"""A minimal TCP (Reno with SACK loss recovery, or NewReno) for the simulator's TCP scenarios.
 
 ``TcpFlow`` is one client connection that uploads ``size`` bytes, half-closes and waits
 for the server's FIN (like ``fairgate_hosts.traffic.client``); ``TcpServer`` is the
@@ -34,13 +34,38 @@ rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
   252 ms, 32 ms below 2 s, 256 ms below 16 s), in buckets shared by all sockets, so the
   SYN and data retries of many flows leave together (measured on the lab: first SYNs get
   through a meter far more often than retries);
-- slow start, congestion avoidance (+1 segment per window), fast retransmit on
+- slow start, congestion avoidance (+1 segment per window);
+- SACK (``sack``, default on as Linux's ``tcp_sack = 1``; used when the SYN-ACK answers
+  the SYN's SACK-permitted): the server sends SACK blocks as Linux does (RFC 2018,
+  ``tcp_sack_new_ofo_skb``: the block with the segment that triggered the ack first, then
+  the most recently reported; touching blocks merge; 4 kept, 3 sent beside timestamps,
+  8 bytes each on the frame; an out-of-order FIN's sequence number is SACKed too, as
+  Linux's out-of-order queue holds it; blocks below the next expected byte dropped; no
+  D-SACK).
+  The sender keeps a scoreboard (segments SACKed, resent, lost) and recovers as RFC 6675
+  with Linux's entry and Reno's response: recovery starts when ``dupthresh`` segments are
+  SACKed (``tcp_time_to_recover``); ssthresh = half the flight, at most cwnd (as without
+  SACK: one loss halves cwnd); a segment is lost when ``dupthresh`` SACKed segments lie
+  above it (IsLost), or it is the first hole at the start or after a partial ack
+  (NewReno's rule; Linux's RACK finds such holes by time); lost holes are resent first,
+  then new data, while the pipe (segments neither SACKed nor lost, plus resends) is below
+  cwnd; during recovery cwnd follows PRR (RFC 6937, Linux's ``tcp_cwnd_reduction``:
+  sends at ssthresh / prior cwnd of the segments delivered, slow start back to ssthresh
+  below it); recovery ends when the recovery point is acked, cwnd = ssthresh. Outside
+  recovery, SACKed segments leave the pipe (limited transmit), and cwnd grows on acks
+  that advance ``una`` by the segments newly delivered (Linux's ``acked_sacked`` and
+  ``tcp_may_raise_cwnd``). At an RTO (``tcp_enter_loss``) SACKed segments stay SACKed
+  (no reneging here), every other outstanding one is lost and is resent in order from
+  cwnd 1 (no go-back-N over SACKed data), ssthresh half the scoreboard's pipe. A resend
+  is lost again once a segment sent after it is delivered (SACKed or acked; the path
+  keeps order): Linux's RACK in recovery with no reordering seen (reo_wnd 0), and
+  ``tcp_mark_lost_retrans`` before it; a resend of the head restarts the RTO
+  (``tcp_xmit_retransmit_queue``). Not modelled: the rest of RACK (holes are found by
+  IsLost, not by time) and TLP, D-SACK and undo, RTT samples from SACKed segments;
+- without SACK (``sack=False``, or a server with ``sack=False``): fast retransmit on
   ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
-  acks;
-- no SACK: acks are cumulative only, so a window with several holes is repaired one hole
-  per RTT (NewReno) where Linux, which negotiates SACK and adds RACK/TLP, resends them
-  in one round; for flows of a few segments that recover mostly by RTO this matters
-  little, a known difference;
+  acks, go-back-N after an RTO: a window with several holes is repaired one hole per
+  RTT;
 - no delayed acks: the server acks every segment at once, as Linux's quick-ack mode
   does for the first 16 segments of a connection (all of a short flow); Linux's
   receiver then acks every second full segment or after 40 ms, which is not modelled;
@@ -58,7 +83,7 @@ the window of the latest ACK (a switch may have lowered it: FICCRD), at least on
 segment (a window below one MSS lets one out rather than waiting for a persist probe).
 
 Not modelled: receive-window autotuning (the default is Linux's tcp_rmem maximum,
-6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, SACK, RACK/TLP,
+6 MiB, with shift 7), window probes, delayed acks beyond quick-ack, RACK/TLP, D-SACK,
 F-RTO and undo of spurious retransmissions, PAWS, Linux's per-ack RTT samples and its
 per-RTT variance decay (``tcp_rtt_estimator``), the per-destination RTT cache that can
 raise a new connection's first RTO (``tcp_init_metrics``), ECN, RST, TIME_WAIT, Nagle,
@@ -89,6 +114,12 @@ TCP_HEADER_BYTES = 66
 SERVER_PORT = 5001
 RWND_DEFAULT = 6 * 1024 * 1024  # Linux's tcp_rmem[2], where autotuning ends
 MAX_WINDOW_FIELD = 0xFFFF
+#: SACK blocks a receiver remembers (Linux's TCP_NUM_SACKS) and sends: 40 option bytes
+#: hold 4, or 3 beside the timestamps option (tcp_established_options).
+SACK_BLOCKS_KEPT = 4
+SACK_BLOCKS_WITH_TS = 3
+SACK_BLOCK_BYTES = 8
+SACK_OPTION_BASE = 4  # kind, length and two NOPs (TCPOLEN_SACK_BASE_ALIGNED)
 _EPS = 1e-9
 
 
@@ -142,6 +173,10 @@ class TcpConfig:
     # every segment carries TSval, the server echoes it, and an ack of retransmitted data
     # still gives an RTT sample. False: Karn's rule alone (no sample, back-off kept).
     timestamps: bool = True
+    # SACK (RFC 2018, Linux's tcp_sack = 1, which the labs keep): offered in the SYN; when
+    # the server agrees, its acks carry SACK blocks and loss recovery uses a scoreboard
+    # (RFC 6675, see the module doc). False: cumulative acks only, NewReno.
+    sack: bool = True
 
     def __post_init__(self) -> None:
         if self.jitter_s < 0:
@@ -245,6 +280,18 @@ class TcpFlow:
         self.snd_wnd = MAX_WINDOW_FIELD  # bytes the peer lets us have in flight
         self.window_limited = 0  # pushes that stopped at snd_wnd below cwnd
         self._tx_at = 0.0  # when the latest jittered packet leaves (keeps them in order)
+        # SACK scoreboard (segment indices >= una; used only when both SYNs had the option)
+        self.sack_on = False
+        self._blocks: tuple[tuple[int, int], ...] | None = None  # the ack being processed
+        self._sacked: set[int] = set()  # SACKed by the peer (kept across an RTO, as Linux)
+        self._rxt: set[int] = set()  # resent since recovery / the RTO began (SACKED_RETRANS)
+        self._marked: set[int] = set()  # holes marked lost: fast retransmit, partial ack
+        self._lost_below = 0  # after an RTO every hole below this is lost (tcp_enter_loss)
+        self._sent_order: dict[int, int] = {}  # outstanding segment -> its latest send's
+        self._sends = 0  # number (send order, for detecting lost resends as RACK does)
+        self._prior_cwnd = 1.0  # PRR (RFC 6937) in SACK recovery: cwnd at its start,
+        self._prr_delivered = 0  # segments delivered since,
+        self._prr_out = 0  # and segments sent since
 
     # ---- queries ---------------------------------------------------------------
     @property
@@ -294,6 +341,7 @@ class TcpFlow:
         if flags & SYN:
             pkt.window = window_field(self.cfg.rwnd_bytes, 0)
             pkt.wscale = self.rcv_wscale
+            pkt.sack_ok = self.cfg.sack
         else:
             pkt.window = window_field(self.cfg.rwnd_bytes, self.rcv_wscale)
         j = self.cfg.jitter_s
@@ -314,6 +362,9 @@ class TcpFlow:
             self._resent.add(i)  # Linux's TCPCB_RETRANS on the skb
         elif self._timing is None:
             self._timing = (i, now)
+        if self.sack_on:
+            self._sends += 1
+            self._sent_order[i] = self._sends
         if i == self.nseg:
             self._emit(FIN | ACK, self.size, 1, 0)
         else:
@@ -325,6 +376,9 @@ class TcpFlow:
             self._arm(now + self.rto_s())
 
     def _push(self) -> None:
+        if self.sack_on:
+            self._push_sack()
+            return
         cwnd = max(1, int(self.cwnd))
         rwnd = max(1, self.snd_wnd // self.cfg.mss)
         if rwnd < cwnd and self.nxt < self.una + cwnd and self.nxt <= self.nseg:
@@ -333,6 +387,200 @@ class TcpFlow:
         while self.nxt <= self.nseg and self.nxt < limit:
             self._send_segment(self.nxt)
             self.nxt += 1
+
+    # ---- SACK (RFC 6675) -----------------------------------------------------------
+    def _scan(self) -> tuple[list[int], int]:
+        """The scoreboard's (holes to resend, pipe): the segments in [una, high) that are
+        lost (IsLost: ``dupthresh`` SACKed segments above it; marked at a fast retransmit
+        or a partial ack; every hole after an RTO) and not yet resent, in order; and the
+        segments in flight (RFC 6675 SetPipe, Linux's packets_in_flight): each segment
+        neither SACKed nor lost counts once, each resend not SACKed once more."""
+        sacked, rxt, marked = self._sacked, self._rxt, self._marked
+        una, high = self.una, self.high
+        if not sacked and not rxt and not marked and self._lost_below <= una:
+            return [], high - una
+        thresh, lost_below = self.cfg.dupthresh, self._lost_below
+        above = 0  # SACKed segments above i
+        pipe = 0
+        holes: list[int] = []
+        for i in range(high - 1, una - 1, -1):
+            if i in sacked:
+                above += 1
+                continue
+            lost = above >= thresh or i < lost_below or i in marked
+            if not lost:
+                pipe += 1
+            if i in rxt:
+                pipe += 1
+            elif lost:
+                holes.append(i)
+        holes.reverse()
+        return holes, pipe
+
+    def _retransmit(self, i: int) -> None:
+        self._rxt.add(i)
+        self._send_segment(i)
+        self._rearm_on_head(i)
+
+    def _rearm_on_head(self, i: int) -> None:
+        """A resend of the first unacknowledged segment restarts the RTO (Linux's
+        tcp_xmit_retransmit_queue rearms when it resends the head)."""
+        if i == self.una:
+            self._arm(self.clock.now + self.rto_s())
+
+    def _prr(self, delivered: int, una_advanced: bool) -> None:
+        """Proportional rate reduction (RFC 6937) as Linux's tcp_cwnd_reduction sets cwnd
+        for one ack in recovery: pipe + sndcnt, where sndcnt keeps the segments sent since
+        recovery began at ssthresh / prior cwnd of those delivered while the pipe is above
+        ssthresh, and lets it grow back towards ssthresh (slow start, at most one more than
+        delivered, only on an ack that advances ``una``) once below; at least one segment
+        (the fast retransmit) before any has been sent."""
+        self._prr_delivered += delivered
+        pipe = self._scan()[1]
+        ss = self.ssthresh
+        if pipe > ss:
+            due = math.ceil(self._prr_delivered * ss / self._prior_cwnd - 1e-9)
+            sndcnt = due - self._prr_out
+        elif una_advanced:
+            sndcnt = min(ss - pipe, max(self._prr_delivered - self._prr_out, delivered) + 1)
+        else:
+            sndcnt = min(ss - pipe, delivered)
+        sndcnt = max(sndcnt, 0 if self._prr_out else 1)
+        self.cwnd = pipe + sndcnt
+
+    def _push_sack(self) -> None:
+        """RFC 6675's NextSeg within cwnd: lost holes first, then new data, while the pipe
+        is below cwnd (new data also inside the peer's window)."""
+        cwnd = max(1, int(self.cwnd))
+        holes, pipe = self._scan()
+        for i in holes:
+            if pipe >= cwnd:
+                return
+            self._retransmit(i)
+            pipe += 1
+            if self.in_recovery:
+                self._prr_out += 1
+        rwnd = max(1, self.snd_wnd // self.cfg.mss)
+        if rwnd < cwnd and pipe < cwnd and self.nxt <= self.nseg:
+            self.window_limited += 1
+        limit = self.una + rwnd
+        while pipe < cwnd and self.nxt <= self.nseg and self.nxt < limit:
+            self._send_segment(self.nxt)
+            self.nxt += 1
+            pipe += 1
+            if self.in_recovery:
+                self._prr_out += 1
+
+    def _take_sack(self) -> tuple[int, int]:
+        """Add the ack's SACK blocks to the scoreboard: (segments newly SACKed, a segment
+        counting when all its bytes are in a block; the latest send order among them)."""
+        blocks = self._blocks
+        if not blocks:
+            return 0, 0
+        mss, sacked, order, n, last_sent = self.cfg.mss, self._sacked, self._sent_order, 0, 0
+        for start, end in blocks:
+            first = max(-(-start // mss), self.una)
+            if end > self.size:  # the FIN's sequence number too
+                last = self.nseg + 1
+            else:
+                last = self.nseg if end == self.size else end // mss
+            last = min(last, self.high)
+            for i in range(first, last):
+                if i not in sacked:
+                    sacked.add(i)
+                    n += 1
+                    last_sent = max(last_sent, order.get(i, 0))
+        return n, last_sent
+
+    def _lost_resends(self, delivered_order: int) -> None:
+        """A resend is lost again when a segment sent after it has been delivered (the
+        path keeps order): Linux's RACK with no reordering seen (reo_wnd 0 in recovery),
+        and tcp_mark_lost_retrans before it. It becomes a lost hole again."""
+        if not self._rxt or not delivered_order:
+            return
+        order = self._sent_order
+        again = [i for i in self._rxt if order.get(i, 0) < delivered_order]
+        for i in again:
+            self._rxt.discard(i)
+            self._marked.add(i)
+
+    def _on_ack_sack(self, a: int, dup_ok: bool) -> None:
+        """An ack with the scoreboard (RFC 6675 with Reno's window response): recovery
+        starts when ``dupthresh`` segments are SACKed (Linux's tcp_time_to_recover:
+        sacked_out + 1 > reordering): ssthresh = flight / 2 as without SACK; during
+        recovery cwnd is what PRR allows for each ack (``_prr``; no inflation: the pipe
+        counts what has left the network), holes first; a partial ack marks the next
+        hole lost (NewReno's rule, which Linux's RACK covers); recovery ends when
+        ``recover`` is acked, cwnd = ssthresh.
+        The flight ssthresh halves is at most cwnd: the segments that limited transmit
+        (the pipe shrinking on SACKs) sent past cwnd do not count, so one loss halves cwnd
+        exactly as without SACK (Linux's tcp_reno_ssthresh halves cwnd). Outside recovery
+        cwnd grows on an ack that advances ``una`` (tcp_may_raise_cwnd: only in-order
+        delivery at the default reordering) by the segments newly delivered: cumulatively
+        acked and not SACKed before, plus newly SACKed (Linux's acked_sacked)."""
+        c = self.cfg
+        now = self.clock.now
+        delivered = 0
+        advanced = a > self.una
+        grow = not self.in_recovery and advanced
+        last_sent = 0  # the latest send order among the segments this ack delivers
+        if advanced:
+            delivered = a - self.una - sum(1 for i in self._sacked if i < a)
+            order = self._sent_order
+            for i in range(self.una, a):
+                if i not in self._sacked:
+                    last_sent = max(last_sent, order.get(i, 0))
+                order.pop(i, None)
+            self._rtt_on_new_ack(a)  # resets the RTO back-off only with a sample
+            self.backoffs = 0
+            if self.in_recovery:
+                if a >= self.recover:
+                    self.in_recovery = False
+                    self.cwnd = self.ssthresh
+                else:
+                    self._marked.add(a)
+            self.una = a
+            self.dupacks = 0
+            if self.nxt < a:
+                self.nxt = a
+            if self._sacked:
+                self._sacked = {i for i in self._sacked if i >= a}
+            if self._rxt:
+                self._rxt = {i for i in self._rxt if i >= a}
+            if self._marked:
+                self._marked = {i for i in self._marked if i >= a}
+            if a > self.nseg:
+                self.timer.cancel()
+            else:
+                self._arm(now + self.rto_s())
+        elif dup_ok and a == self.una and self.high > self.una:
+            self.dupacks += 1
+        newly_sacked, sacked_order = self._take_sack()
+        delivered += newly_sacked
+        self._lost_resends(max(last_sent, sacked_order))
+        if (
+            not self.in_recovery
+            and self.una >= self.recover
+            and self.una < self.high
+            and len(self._sacked) >= c.dupthresh
+        ):
+            self.ssthresh = max(min(self.high - self.una, self.cwnd) / 2.0, 2.0)
+            self.in_recovery = True
+            self.recover = self.high
+            self.fast_retransmits += 1
+            self._prior_cwnd = max(self.cwnd, 1.0)
+            self._prr_delivered = self._prr_out = 0
+            self._marked.add(self.una)  # the first hole: PRR lets it out on this ack
+            self._arm(now + self.rto_s())
+            grow = False
+        if self.in_recovery:
+            self._prr(delivered, advanced)
+        elif grow and delivered > 0:
+            if self.cwnd < self.ssthresh:
+                self.cwnd = min(self.cwnd + delivered, c.max_cwnd)
+            else:
+                self.cwnd = min(self.cwnd + delivered / self.cwnd, c.max_cwnd)
+        self._push()
 
     def _done(self, outcome: str) -> None:
         self.state = "done"
@@ -353,6 +601,7 @@ class TcpFlow:
                 self._handshake_rtt(pkt)
                 self.snd_wscale = pkt.wscale or 0  # we always send the option
                 self.snd_wnd = pkt.window  # unscaled in a SYN-ACK
+                self.sack_on = self.cfg.sack and pkt.sack_ok
                 self.state = "established"
                 # Linux (tcp_init_transfer): IW = 1 segment only after more than one
                 # SYN retransmission (RFC 6298's 1 s initial RTO makes one spurious)
@@ -367,6 +616,7 @@ class TcpFlow:
         if flags & ACK:
             self.snd_wnd = pkt.window << self.snd_wscale
             self._tsecr = pkt.tsecr if self.cfg.timestamps else None
+            self._blocks = pkt.sack
             self._on_ack(self._acked_index(pkt.ack), dup_ok=not flags & FIN and not pkt.length)
         if flags & FIN and self.una > self.nseg:
             self._emit(ACK, self.size + 1, pkt.seq + 1, 0)
@@ -418,6 +668,9 @@ class TcpFlow:
         return self.nseg if ack == self.size else ack // self.cfg.mss
 
     def _on_ack(self, a: int, dup_ok: bool) -> None:
+        if self.sack_on:
+            self._on_ack_sack(a, dup_ok)
+            return
         c = self.cfg
         now = self.clock.now
         if a > self.una:
@@ -471,14 +724,22 @@ class TcpFlow:
         if self.backoffs > self.cfg.data_retries:
             self._done("timeout")
             return
-        self.ssthresh = max((self.nxt - self.una) / 2.0, 2.0)
+        if self.sack_on:
+            # tcp_enter_loss: every hole is lost, resends forgotten, SACKed data kept (no
+            # reneging here); ssthresh from the scoreboard's flight
+            self.ssthresh = max(self._scan()[1] / 2.0, 2.0)
+            self._lost_below = self.high
+            self._rxt.clear()
+            self._marked.clear()
+        else:
+            self.ssthresh = max((self.nxt - self.una) / 2.0, 2.0)
+            self.nxt = self.una  # go back N
         self.cwnd = 1.0
         self.in_recovery = False
         self.recover = self.high
         self.dupacks = 0
         self._timing = None
         self.rtt.on_timeout()
-        self.nxt = self.una  # go back N
         self._arm(self.clock.now + self.rto_s())
         self._push()
 
@@ -491,6 +752,31 @@ class _Conn:
     closed: bool = False  # our FIN sent
     shift: int = 0  # our window scale on this connection (0: the SYN had no option)
     ts_recent: float | None = None  # the TSval we echo (RFC 7323 TS.Recent)
+    sack: bool = False  # both SYNs had SACK-permitted
+    blocks: list[list[int]] = field(default_factory=list)  # [start, end), most recent first
+
+
+def sack_add(blocks: list[list[int]], start: int, end: int) -> None:
+    """Record out-of-order data [start, end) as Linux's tcp_sack_new_ofo_skb does: a
+    block it overlaps or touches grows and moves to the front, then merges with any other
+    block it now touches (tcp_sack_maybe_coalesce); else a new block goes in front and
+    the oldest falls off past ``SACK_BLOCKS_KEPT``. RFC 2018: the first block holds the
+    segment that triggered the ack, the others are the most recently reported."""
+    for k, b in enumerate(blocks):
+        if b[0] <= end and start <= b[1]:
+            b[0], b[1] = min(b[0], start), max(b[1], end)
+            blocks.insert(0, blocks.pop(k))
+            j = 1
+            while j < len(blocks):
+                o = blocks[j]
+                if o[0] <= b[1] and b[0] <= o[1]:
+                    b[0], b[1] = min(b[0], o[0]), max(b[1], o[1])
+                    del blocks[j]
+                else:
+                    j += 1
+            return
+    blocks.insert(0, [start, end])
+    del blocks[SACK_BLOCKS_KEPT:]
 
 
 @dataclass(eq=False)
@@ -516,6 +802,7 @@ class TcpServer:
     wscale: int | None = None  # its window-scale option; None: the smallest that fits
     jitter_s: float = 0.0  # as TcpConfig.jitter_s, in order over all its packets
     rng: random.Random | None = None
+    sack: bool = True  # answers SACK-permitted and sends SACK blocks (Linux's tcp_sack)
     conns: dict[tuple[str, int], _Conn] = field(default_factory=dict)
     stats: ServerStats = field(default_factory=ServerStats)
 
@@ -534,15 +821,24 @@ class TcpServer:
         ack: int,
         shift: int = 0,
         tsecr: float | None = None,
+        blocks: list[list[int]] | None = None,
     ) -> None:
-        pkt = Packet(self.host.ip, to.src, self.port, to.sport, self.header_bytes, TCP)
+        size = self.header_bytes
+        sack = None
+        if blocks:
+            n = SACK_BLOCKS_WITH_TS if to.tsval is not None else SACK_BLOCKS_KEPT
+            sack = tuple((b[0], b[1]) for b in blocks[:n])
+            size += SACK_OPTION_BASE + SACK_BLOCK_BYTES * len(sack)
+        pkt = Packet(self.host.ip, to.src, self.port, to.sport, size, TCP)
         pkt.tcp_flags, pkt.seq, pkt.ack = flags, seq, ack
+        pkt.sack = sack
         if to.tsval is not None:
             pkt.tsval = self.clock.now
             pkt.tsecr = tsecr
         if flags & SYN:
             pkt.window = window_field(self.rwnd_bytes, 0)
             pkt.wscale = self.shift if to.wscale is not None else None
+            pkt.sack_ok = self.sack and to.sack_ok
         else:
             pkt.window = window_field(self.rwnd_bytes, shift)
         delay = self.hold_s
@@ -562,7 +858,7 @@ class TcpServer:
             self.stats.syns += 1
             if key not in self.conns:
                 shift = self.shift if pkt.wscale is not None else 0
-                self.conns[key] = _Conn(shift=shift)
+                self.conns[key] = _Conn(shift=shift, sack=self.sack and pkt.sack_ok)
                 self.stats.connections += 1
             self._send(pkt, SYN | ACK, 0, 1, tsecr=pkt.tsval)  # echoes this SYN
             return
@@ -593,6 +889,8 @@ class TcpServer:
             self._data(conn, pkt.seq, pkt.length)
         if flags & FIN:
             conn.fin_seq = pkt.seq
+            if conn.sack and pkt.seq > conn.rcv_nxt:  # an out-of-order FIN is SACKed too
+                sack_add(conn.blocks, pkt.seq, pkt.seq + 1)
         if conn.fin_seq is not None and conn.rcv_nxt == conn.fin_seq:
             conn.rcv_nxt += 1
             conn.closed = True
@@ -600,7 +898,7 @@ class TcpServer:
             self.stats.fins_sent += 1
             self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh, echo)
         elif pkt.length or flags & FIN:
-            self._send(pkt, ACK, 1, conn.rcv_nxt, sh, echo)
+            self._send(pkt, ACK, 1, conn.rcv_nxt, sh, echo, conn.blocks)
 
     def _data(self, conn: _Conn, seq: int, length: int) -> None:
         if seq == conn.rcv_nxt:
@@ -610,5 +908,9 @@ class TcpServer:
                 n = conn.ooo.pop(conn.rcv_nxt)
                 conn.rcv_nxt += n
                 self.stats.bytes += n
+            if conn.blocks:  # tcp_sack_remove: blocks now below rcv_nxt go
+                conn.blocks = [b for b in conn.blocks if b[1] > conn.rcv_nxt]
         elif seq > conn.rcv_nxt:
             conn.ooo[seq] = length
+            if conn.sack:
+                sack_add(conn.blocks, seq, seq + length)

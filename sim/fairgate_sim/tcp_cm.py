@@ -13,7 +13,10 @@ What changes against ``TcpFlow``, as the paper describes TCP/CM:
 - every segment sent is reported with ``cm_notify`` (fast and NewReno retransmissions,
   which loss recovery sends at once as in the paper, included).
 Loss recovery (duplicate acks, NewReno partial acks, RTO with back-off) is TCP's own and
-unchanged.
+unchanged. With SACK (``TcpConfig.sack``, on by default as on the lab's Linux hosts, whose
+kernel TCP runs under the CM) the same scoreboard as ``TcpFlow``'s chooses what to resend:
+at each grant the next lost hole not yet resent, ahead of new data (the CM, not the
+pipe or PRR, decides when); after an RTO every hole not SACKed, no go-back-N.
 """
 
 from __future__ import annotations
@@ -80,6 +83,19 @@ class CmTcpFlow(TcpFlow):
             self._sending = False
             if need and self.cm is not None:
                 self.cm.tcp_sent(self, need)
+        if self.sack_on:
+            for i in self._scan()[0]:
+                need = self._seg_len(i)
+                if self.allowance < need:
+                    return
+                self.allowance -= need
+                self._rxt.add(i)
+                self._sending = True
+                super()._send_segment(i)
+                self._sending = False
+                self._rearm_on_head(i)
+                if need and self.cm is not None:
+                    self.cm.tcp_sent(self, need)
         while self.nxt <= self.nseg and self.nxt < limit:
             need = self._seg_len(self.nxt)
             if need > 0 and self.allowance < need:
@@ -121,7 +137,9 @@ class CmTcpFlow(TcpFlow):
         rwnd = max(1, self.snd_wnd // self.cfg.mss)
         if self.state != "established":
             return False
-        return bool(self.rtx) or (self.nxt < self.nseg and self.nxt < self.una + rwnd)
+        if self.rtx or (self.sack_on and self._scan()[0]):
+            return True
+        return self.nxt < self.nseg and self.nxt < self.una + rwnd
 
     def _on_ack(self, a: int, dup_ok: bool) -> None:
         una, fr, recovering = self.una, self.fast_retransmits, self.in_recovery

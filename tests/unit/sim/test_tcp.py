@@ -1,7 +1,8 @@
 """The simulator's TCP model, deterministically: slow start doubles per RTT, a loss
 halves the window and congestion avoidance adds one segment per RTT, timeouts back off
 exponentially, SYN retries follow Linux's schedule, flows complete over lossy links,
-and SYNs/FINs meet the switch's gate and session counters."""
+SYNs/FINs meet the switch's gate and session counters, and SACK (on by default, as on
+Linux) repairs a window's holes in one round without resending SACKed data."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from collections.abc import Callable
 import pytest
 
 from fairgate_p4 import generated as g
+from fairgate_sim.engine import Clock
 from fairgate_sim.network import Network
 from fairgate_sim.packet import TCP, Packet
 from fairgate_sim.tcp import SYN, TcpConfig, TcpFlow, TcpServer, timer_wheel_expiry
+from fairgate_sim.tcp_cm import CmTcpFlow
 from fairgate_sim.topo import NetBuilder
 
 RTT = 0.1
@@ -93,10 +96,32 @@ def test_slow_start_doubles_per_rtt() -> None:
     assert flow.fct_s == pytest.approx(RTT * 8, abs=0.01)
 
 
-def test_one_loss_halves_the_window_then_one_segment_per_rtt() -> None:
+def _on_recovery_exit(flow: TcpFlow) -> list[tuple[float, float, int, int]]:
+    """(cwnd, flight, una, recover) right after each ack that ends a recovery."""
+    exits: list[tuple[float, float, int, int]] = []
+    inner = flow._on_ack
+
+    def on_ack(a: int, dup_ok: bool) -> None:
+        was = flow.in_recovery
+        recover = flow.recover
+        inner(a, dup_ok)
+        if was and not flow.in_recovery:
+            exits.append((flow.cwnd, flow.high - flow.una, flow.una, recover))
+
+    flow._on_ack = on_ack  # type: ignore[method-assign]
+    return exits
+
+
+@pytest.mark.parametrize("sack", [False, True])
+def test_one_loss_halves_the_window_then_one_segment_per_rtt(sack: bool) -> None:
+    """The same Reno response with and without SACK: ssthresh = half the window at the
+    third duplicate ack (with SACK the segments limited transmit sent past cwnd do not
+    count), cwnd = ssthresh when the ack of the recovery point ends recovery, then +1
+    segment per RTT. With SACK, PRR has brought the flight to ssthresh by then."""
     net = _net()
-    cfg = TcpConfig(init_cwnd=2)
+    cfg = TcpConfig(init_cwnd=2, sack=sack)
     flow, server = _flow(net, 400 * cfg.mss, cfg)
+    exits = _on_recovery_exit(flow)
     lost = {100 * cfg.mss}
 
     def drop_once(pkt: Packet) -> bool:
@@ -114,7 +139,7 @@ def test_one_loss_halves_the_window_then_one_segment_per_rtt() -> None:
 
     net.clock.at(0.0, sample)
     net.run(8.0)
-    assert flow.outcome == "completed"
+    assert flow.outcome == "completed" and flow.sack_on == sack
     assert server.stats.bytes == 400 * cfg.mss
     assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 1
     # Slow start from 2: flights of 2, 4, ..., 32, then 64 (segments 62-125). The acks
@@ -124,9 +149,12 @@ def test_one_loss_halves_the_window_then_one_segment_per_rtt() -> None:
     start = next(i for i, s in enumerate(trace) if s[2])
     assert trace[start - 1][1] >= 64  # in the 64-segment flight just before
     end = next(i for i in range(start, len(trace)) if not trace[i][2])
-    assert trace[end][1] == pytest.approx(51.0, abs=0.1)  # deflated to ssthresh
+    ((cwnd, flight, una, recover),) = exits
+    assert cwnd == 51.0 and una >= recover  # deflated to ssthresh at the recovery point
+    if sack:
+        assert flight == pytest.approx(51, abs=1)
     # Congestion avoidance: +1 segment per RTT (acks for ~cwnd segments per RTT).
-    t0, w0 = trace[end][0], trace[end][1]
+    t0, w0 = trace[end][0], 51.0
     later = next(s for s in trace if s[0] >= t0 + 4 * RTT)
     assert later[1] - w0 == pytest.approx(4.0, abs=0.6)
 
@@ -574,11 +602,11 @@ def test_no_delayed_acks_one_ack_per_segment() -> None:
 
 
 def test_no_sack_newreno_repairs_one_hole_per_rtt() -> None:
-    """No SACK: acks are cumulative only, so two holes in one window are repaired one
-    RTT apart (fast retransmit, then the NewReno partial ack names the second hole);
-    with SACK (Linux's default) both would be resent in the first recovery round."""
+    """No SACK (``sack=False``): acks are cumulative only, so two holes in one window are
+    repaired one RTT apart (fast retransmit, then the NewReno partial ack names the
+    second hole); with SACK see test_sack_repairs_two_holes_in_one_round."""
     net = _net()
-    cfg = TcpConfig()
+    cfg = TcpConfig(sack=False)
     flow, _server = _flow(net, 40 * cfg.mss, cfg)
     m = cfg.mss
     resend: dict[int, list[float]] = {2 * m: [], 6 * m: []}
@@ -625,3 +653,270 @@ def test_server_ts_recent_follows_linux() -> None:
     assert send(g.TCP_FLAG_ACK, 0, 100, 4.0) == (100, 4.0)  # duplicate, ends at rcv_nxt
     assert send(g.TCP_FLAG_ACK, 100, 100, 5.0) == (300, 5.0)  # fills the hole
     assert send(g.TCP_FLAG_ACK, 0, 100, 6.0) == (300, 5.0)  # older duplicate
+
+
+def _drop_first_copies(net: Network, segs: set[int], mss: int) -> dict[int, list[float]]:
+    """Lose the first copy of each segment index in ``segs``; the returned dict gets the
+    arrival time of every later copy at the server."""
+    copies: dict[int, list[float]] = {i: [] for i in segs}
+    lost = set(segs)
+
+    def f(pkt: Packet) -> bool:
+        i = pkt.seq // mss
+        if pkt.length and i in copies:
+            if i in lost:
+                lost.discard(i)
+                return True
+            copies[i].append(net.clock.now)
+        return False
+
+    _filter(net, "s", 5001, f)
+    return copies
+
+
+@pytest.mark.parametrize(("sack", "server_sack"), [(True, True), (False, True), (True, False)])
+def test_sack_repairs_two_holes_in_one_round(sack: bool, server_sack: bool) -> None:
+    """Two holes four segments apart in a 64-segment flight. With SACK (both ends) the
+    second hole is lost by RFC 6675's IsLost (three SACKed segments above it) and resent
+    within the same round as the first, the partial ack keeps recovery going and it ends
+    at the recovery point; only the two holes are resent. Without SACK at either end
+    (client option off, or a server that does not answer SACK-permitted), NewReno: one
+    RTT apart."""
+    net = _net()
+    cfg = TcpConfig(init_cwnd=2, sack=sack)
+    server = TcpServer(net.clock, net.hosts["s"], sack=server_sack)
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), 400 * cfg.mss, cfg)
+    flow.start()
+    exits = _on_recovery_exit(flow)
+    copies = _drop_first_copies(net, {100, 104}, cfg.mss)
+    net.run(8.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 400 * cfg.mss
+    assert flow.sack_on == (sack and server_sack)
+    assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 2
+    (a,), (b,) = copies[100], copies[104]
+    if flow.sack_on:
+        assert 0 < b - a < RTT / 10
+    else:
+        assert b - a == pytest.approx(RTT, abs=1e-3)
+    ((_cwnd, _flight, una, recover),) = exits  # one recovery, across the partial ack
+    assert una >= recover
+
+
+def _sent_server(net: Network, server: TcpServer) -> list[Packet]:
+    """Every packet the server sends (its acks), as sent."""
+    acks: list[Packet] = []
+    inner = net.hosts["s"].send
+
+    def send(pkt: Packet) -> None:
+        acks.append(pkt)
+        inner(pkt)
+
+    net.hosts["s"].send = send  # type: ignore[method-assign]
+    return acks
+
+
+def test_receiver_sack_blocks_most_recent_first() -> None:
+    """RFC 2018 as Linux's tcp_sack_new_ofo_skb keeps them: the block holding the segment
+    that triggered the ack first, then the most recently reported; blocks that touch
+    merge; four kept, three sent beside timestamps (the option's 40 bytes), each 8
+    bytes more on the frame; blocks below the next expected byte go; none without
+    SACK-permitted in the SYN."""
+    net = _net()
+    server = TcpServer(net.clock, net.hosts["s"])
+    c, s = net.ip("c"), net.ip("s")
+    replies: list[Packet] = []
+    net.hosts["c"].bind(replies.append, 1234)
+    net.hosts["c"].bind(replies.append, 1235)
+
+    def send(sport: int, flags: int, seq: int, length: int, sack_ok: bool = True) -> Packet:
+        pkt = Packet(c, s, sport, 5001, 66 + length, TCP, tcp_flags=flags, seq=seq, ack=1)
+        pkt.length, pkt.tsval, pkt.sack_ok = length, net.clock.now, sack_ok
+        server.on_packet(pkt)
+        net.run(net.clock.now + 1.0)
+        return replies[-1]
+
+    ack = g.TCP_FLAG_ACK
+    assert send(1234, SYN, 0, 0).sack_ok
+    assert send(1234, ack, 0, 100).sack is None
+    r = send(1234, ack, 200, 100)
+    assert (r.ack, r.sack, r.size) == (100, ((200, 300),), 66 + 4 + 8)
+    assert send(1234, ack, 400, 100).sack == ((400, 500), (200, 300))
+    assert send(1234, ack, 300, 100).sack == ((200, 500),)  # fills between: one block
+    for seq in (600, 800, 1000):
+        r = send(1234, ack, seq, 100)
+    assert r.sack == ((1000, 1100), (800, 900), (600, 700))  # (200, 500) kept, not sent
+    assert r.size == 66 + 4 + 3 * 8
+    assert send(1234, ack, 1200, 100).sack == ((1200, 1300), (1000, 1100), (800, 900))
+    # a fifth block pushed (200, 500) out of the four kept: its duplicate is new again
+    assert send(1234, ack, 200, 100).sack == ((200, 300), (1200, 1300), (1000, 1100))
+    assert send(1234, ack, 800, 100).sack == ((800, 900), (200, 300), (1200, 1300))
+    r = send(1234, ack, 100, 100)  # in order up to 500: the blocks below it go
+    assert (r.ack, r.sack) == (500, ((800, 900), (1200, 1300), (1000, 1100)))
+    # a SYN without SACK-permitted: no option back, cumulative acks only
+    assert not send(1235, SYN, 0, 0, sack_ok=False).sack_ok
+    send(1235, ack, 0, 100, sack_ok=False)
+    r = send(1235, ack, 200, 100, sack_ok=False)
+    assert (r.ack, r.sack, r.size) == (100, None, 66)
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_rto_keeps_sacked_data_and_resends_only_holes(sack: bool) -> None:
+    """Three holes, then the path loses every data segment for 0.3 s from the arrival
+    of the first resend: nothing sent later is delivered, so recovery stalls into an
+    RTO. As Linux's tcp_enter_loss, the scoreboard keeps what was SACKed and marks every
+    other outstanding segment lost: after the timeout only the holes are resent, so the
+    server never gets data twice. Without SACK, go-back-N resends what had arrived."""
+    net = _net()
+    cfg = TcpConfig(init_cwnd=2, sack=sack)
+    flow, server = _flow(net, 400 * cfg.mss, cfg)
+    mss = cfg.mss
+    holes = {100, 104, 110}
+    outage: list[float] = []
+    seen: set[int] = set()
+    dups: list[int] = []
+
+    def f(pkt: Packet) -> bool:
+        i = pkt.seq // mss
+        if not pkt.length:
+            return False
+        if i in holes:
+            holes.discard(i)
+            return True
+        if i == 100 and not outage:
+            outage.append(net.clock.now)
+        if outage and net.clock.now < outage[0] + 0.3:
+            return True
+        if i in seen:
+            dups.append(i)
+        seen.add(i)
+        return False
+
+    _filter(net, "s", 5001, f)
+    at_rto: list[int] = []
+    inner = flow.timer.fire
+
+    def on_timer() -> None:
+        inner()
+        at_rto.append(len(flow._sacked))
+
+    flow.timer.fire = on_timer
+    net.run(10.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 400 * mss
+    assert flow.timeouts >= 1  # the RTO of 0.3 s may fire twice in the outage
+    if sack:
+        assert at_rto[0] >= 5  # SACKed segments above the holes, kept
+        assert dups == []
+    else:
+        assert len(dups) >= 5
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_sack_finds_a_lost_resend_without_a_timeout(sack: bool) -> None:
+    """The first resend of a hole is lost too. With SACK, once a segment sent after that
+    resend is SACKed the resend is lost (Linux's RACK in recovery; the path keeps order)
+    and goes again: no RTO, three resends, the third one RTT after the second hole's.
+    Without SACK only the RTO finds it."""
+    net = _net()
+    cfg = TcpConfig(init_cwnd=2, sack=sack)
+    flow, server = _flow(net, 400 * cfg.mss, cfg)
+    copies = _drop_first_copies(net, {100, 104}, cfg.mss)
+    inner = net.hosts["s"].handlers[5001]
+    resend_lost = [True]
+
+    def lose_first_resend(pkt: Packet) -> None:
+        if pkt.length and pkt.seq == 100 * cfg.mss and resend_lost[0] and copies[100] == []:
+            resend_lost[0] = False
+            return
+        inner(pkt)
+
+    net.hosts["s"].handlers[5001] = lose_first_resend
+    net.run(10.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 400 * cfg.mss
+    assert not resend_lost[0]
+    if sack:
+        assert flow.timeouts == 0 and flow.retransmits == 3 and flow.fast_retransmits == 1
+        # found lost when the ack of 104's resend, sent after it, comes back: one RTT
+        assert copies[100][0] - copies[104][0] == pytest.approx(RTT, abs=2e-3)
+    else:
+        assert flow.timeouts == 1
+
+
+class _Grants:
+    """A CM stand-in: after the request, one MSS granted every ``every_s``."""
+
+    def __init__(self, clock: Clock, every_s: float) -> None:
+        self.clock, self.every_s = clock, every_s
+        self.losses = 0
+        self.sent = 0
+
+    def tcp_request(self, flow: CmTcpFlow, nbytes: int) -> None:
+        self._tick(flow)
+
+    def _tick(self, flow: CmTcpFlow) -> None:
+        if flow.state != "done":
+            flow.on_grant(flow.cfg.mss)
+            self.clock.after(self.every_s, self._tick, flow)
+
+    def tcp_sent(self, flow: CmTcpFlow, nbytes: int) -> None:
+        self.sent += 1 if nbytes else 0
+
+    def tcp_feedback(
+        self, flow: CmTcpFlow, nrecd: int, loss: bool, rtt_us: int | None, persistent: bool
+    ) -> None:
+        self.losses += loss
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_tcp_cm_resends_sack_holes_on_the_next_grants(sack: bool) -> None:
+    """TCP/CM uses the same scoreboard: each hole goes out on the first grant after it is
+    found lost, ahead of new data (the second when three segments above it are SACKed,
+    four acks at the grants' pace after the first), one loss reported to the CM, nothing
+    SACKed resent; without SACK the second hole waits for the partial ack, one RTT
+    later."""
+    net = _net()
+    cfg = TcpConfig(sack=sack)
+    server = TcpServer(net.clock, net.hosts["s"])
+    flow = CmTcpFlow(net.clock, net.hosts["c"], net.ip("s"), 300 * cfg.mss, cfg)
+    cm = _Grants(net.clock, 0.002)  # 500 segments/s: 50 per 100 ms RTT
+    flow.cm = cm
+    flow.start()
+    copies = _drop_first_copies(net, {100, 104}, cfg.mss)
+    net.run(10.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 300 * cfg.mss
+    assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 2
+    assert cm.losses == 1 and cm.sent == 302
+    (a,), (b,) = copies[100], copies[104]
+    if sack:
+        assert b - a == pytest.approx(4 * 0.002, abs=1e-4)
+    else:
+        assert b - a == pytest.approx(RTT, abs=0.003)
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_out_of_order_fin_counts_towards_fast_retransmit(sack: bool) -> None:
+    """Five segments and the FIN, the third segment lost: two data segments and the FIN
+    arrive above the hole. Linux's out-of-order queue holds the FIN, so it is SACKed like
+    data (three SACKed: fast retransmit); without SACK its ack is the third duplicate.
+    Either way the hole is repaired without an RTO."""
+    net = _net()
+    cfg = TcpConfig(sack=sack)
+    flow, server = _flow(net, 5 * cfg.mss, cfg)
+    blocks: list[tuple[tuple[int, int], ...]] = []
+
+    def seen(pkt: Packet) -> bool:
+        if pkt.sack:
+            blocks.append(pkt.sack)
+        return False
+
+    _drop_first_copies(net, {2}, cfg.mss)
+    net.run(0.01)
+    _filter(net, "c", flow.sport, seen)
+    net.run(5.0)
+    assert flow.outcome == "completed" and server.stats.bytes == 5 * cfg.mss
+    assert flow.fast_retransmits == 1 and flow.timeouts == 0 and flow.retransmits == 1
+    size = 5 * cfg.mss
+    assert blocks == (
+        [((3 * cfg.mss, 4 * cfg.mss),), ((3 * cfg.mss, size),), ((3 * cfg.mss, size + 1),)]
+        if sack
+        else []
+    )
