@@ -136,11 +136,13 @@ class AimdRate:
         ``sent - delivered``, to 1.35x a 1 Mbit/s port in congestion avoidance and 4.7x
         in slow start before a response reported the loss (``cm-feedback``). So when the
         bytes left at about the current rate (``_dense``), the update leaves the rate at
-        most ``allowance - (sent - delivered)`` above where it was, ``allowance`` being
-        TCP's growth (``delivered`` in slow start, ``MSS / sRTT`` in congestion
+        most ``allowance - (sent - delivered)`` above where it was, and while the queue
+        grows (``sent > delivered``) at most ``delivered + allowance``, ``allowance``
+        being TCP's growth (``delivered`` in slow start, ``MSS / sRTT`` in congestion
         avoidance): no increase while the queue grows faster than TCP would make it grow,
         and a rate that runs ahead of the path by more comes back to it, as TCP's rate
-        does with its acks. ssthresh is left alone (no loss was seen).
+        does with its acks (a slow start that doubled its rate since the bytes left comes
+        back to twice their delivery rate). ssthresh is left alone (no loss was seen).
         """
         if rtt_us is not None:
             self.rtt.sample(rtt_us)
@@ -157,6 +159,8 @@ class AimdRate:
         ):
             allowance = delivered_Bps if self.slow_start else self.mss / srtt_s
             cap = self.rate_Bps + allowance - (sent_Bps - delivered_Bps)
+            if sent_Bps > delivered_Bps:
+                cap = min(cap, delivered_Bps + allowance)
         cwnd = self.rate_Bps * srtt_s
         acked = float(acked_bytes)
         if self.slow_start:

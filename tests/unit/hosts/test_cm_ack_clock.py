@@ -70,6 +70,17 @@ def test_no_increase_while_the_queue_grows_faster_than_tcp_would_grow_it(
         assert rates[60_000] < 0.75
 
 
+def test_a_slow_start_ahead_of_its_feedback_comes_back_to_twice_the_delivery_rate() -> None:
+    """The rate doubled since the bytes left (150 kB/s against 100): the queue they met
+    delivered them at 62.5 kB/s, so TCP's slow start would send 125 kB/s, not more."""
+    cm, fid = manager()
+    a = cm.macroflows[DST].aimd
+    sent_at = first_interval(cm, fid, 100_000)
+    a.rate_Bps = 1.5 * RATE
+    cm.on_probe_response(DST, response(2, 1, int(RATE * 0.1)), sent_at + 160_000)
+    assert a.rate_Bps == pytest.approx(125_000, rel=0.01)  # the old CM: 250 kB/s
+
+
 def test_a_loss_halves_the_delivered_rate_when_the_cm_sent_faster() -> None:
     cm, fid = manager()
     a = cm.macroflows[DST].aimd
