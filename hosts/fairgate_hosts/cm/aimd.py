@@ -14,6 +14,12 @@ from growing faster than TCP would over the same round trips:
   alone assumes the acked bytes left at the current window; after aging they left at a
   many times larger one.
 
+Feedback that says how fast its bytes left and arrived (probe responses, ``sent_Bps`` and
+``delivered_Bps``) clocks the rate as TCP's acks clock its window: while the queue grows
+the rate is kept within TCP's allowance of the delivered rate (twice it in slow start, one
+MSS per sRTT above it in congestion avoidance), and a loss halves the delivered rate when
+the rate ran above it (``on_ack``, ``on_loss``).
+
 A loss halves the rate (at most once per sRTT); a timeout (persistent congestion) sets
 ssthresh to half the rate and restarts from one MSS per sRTT in slow start. While feedback is
 missing for more than one sRTT, the rate halves once, then again every *minimum* RTT (the
