@@ -14,6 +14,12 @@ from growing faster than TCP would over the same round trips:
   alone assumes the acked bytes left at the current window; after aging they left at a
   many times larger one.
 
+Feedback that says how fast its bytes left and arrived (probe responses, ``sent_Bps`` and
+``delivered_Bps``) clocks the rate as TCP's acks clock its window: while the queue grows
+the rate is kept within TCP's allowance of the delivered rate (twice it in slow start, one
+MSS per sRTT above it in congestion avoidance), and a loss halves the delivered rate when
+the rate ran above it (``on_ack``, ``on_loss``).
+
 A loss halves the rate (at most once per sRTT); a timeout (persistent congestion) sets
 ssthresh to half the rate and restarts from one MSS per sRTT in slow start. While feedback is
 missing for more than one sRTT, the rate halves once, then again every *minimum* RTT (the
@@ -102,6 +108,14 @@ class AimdRate:
     def _aging_wait_us(self) -> int:
         return max(int(self.srtt_us), self.aging_floor_us)
 
+    def _dense(self, sent_Bps: float | None, delivered_Bps: float | None) -> bool:
+        """Whether a feedback's bytes left at about the current rate (within a factor of
+        two): only then do their sending and delivery rates say what the current rate
+        does (not after aging has cut the rate they left at, nor for a trickle)."""
+        if sent_Bps is None or delivered_Bps is None:
+            return False
+        return self.rate_Bps / 2.0 <= sent_Bps <= 2.0 * self.rate_Bps
+
     def mark_feedback(self, now_us: int) -> None:
         self.last_feedback_us = now_us
         self.aging_next_us = now_us + self._aging_wait_us()
@@ -110,8 +124,32 @@ class AimdRate:
         self.explicit_Bps = None if explicit_Bps is None else max(self.min_rate_Bps, explicit_Bps)
         self._clamp()
 
-    def on_ack(self, acked_bytes: int, rtt_us: int | None, now_us: int) -> None:
-        """``acked_bytes`` newly delivered without loss (rtt sample optional)."""
+    def on_ack(
+        self,
+        acked_bytes: int,
+        rtt_us: int | None,
+        now_us: int,
+        sent_Bps: float | None = None,
+        delivered_Bps: float | None = None,
+    ) -> None:
+        """``acked_bytes`` newly delivered without loss (rtt sample optional).
+
+        ``sent_Bps`` and ``delivered_Bps``: the rate the acknowledged bytes left at and
+        the rate the path delivered them at (a probe response's spans), when known. TCP's
+        ack clock sends no faster than its acks arrive plus its window's growth: twice
+        the delivery rate in slow start, one MSS per round trip above it in congestion
+        avoidance. A rate has no such clock: it kept growing while the queue grew at
+        ``sent - delivered``, to 1.35x a 1 Mbit/s port in congestion avoidance and 4.7x
+        in slow start before a response reported the loss (``cm-feedback``). So when the
+        bytes left at about the current rate (``_dense``), the update leaves the rate at
+        most ``allowance - (sent - delivered)`` above where it was, and while the queue
+        grows (``sent > delivered``) at most ``delivered + allowance``, ``allowance``
+        being TCP's growth (``delivered`` in slow start, ``MSS / sRTT`` in congestion
+        avoidance): no increase while the queue grows faster than TCP would make it grow,
+        and a rate that runs ahead of the path by more comes back to it, as TCP's rate
+        does with its acks (a slow start that doubled its rate since the bytes left comes
+        back to twice their delivery rate). ssthresh is left alone (no loss was seen).
+        """
         if rtt_us is not None:
             self.rtt.sample(rtt_us)
         previous_us = self.last_feedback_us
@@ -119,6 +157,16 @@ class AimdRate:
         if acked_bytes <= 0:
             return
         srtt_s = self.srtt_us / 1e6
+        cap = None
+        if (
+            sent_Bps is not None
+            and delivered_Bps is not None
+            and self._dense(sent_Bps, delivered_Bps)
+        ):
+            allowance = delivered_Bps if self.slow_start else self.mss / srtt_s
+            cap = self.rate_Bps + allowance - (sent_Bps - delivered_Bps)
+            if sent_Bps > delivered_Bps:
+                cap = min(cap, delivered_Bps + allowance)
         cwnd = self.rate_Bps * srtt_s
         acked = float(acked_bytes)
         if self.slow_start:
@@ -130,17 +178,36 @@ class AimdRate:
             if previous_us is not None:
                 rounds = max(1.0, (now_us - previous_us) / self.srtt_us)
             cwnd += min(self.mss * acked / max(cwnd, float(self.mss)), self.mss * rounds)
-        self.rate_Bps = cwnd / srtt_s
+        self.rate_Bps = cwnd / srtt_s if cap is None else min(cwnd / srtt_s, cap)
         self._clamp()
 
-    def on_loss(self, now_us: int, rtt_us: int | None = None) -> bool:
-        """Halve the rate (once per sRTT); returns True when it did."""
+    def on_loss(
+        self,
+        now_us: int,
+        rtt_us: int | None = None,
+        sent_Bps: float | None = None,
+        delivered_Bps: float | None = None,
+    ) -> bool:
+        """Halve the rate (once per sRTT); returns True when it did.
+
+        ``sent_Bps`` and ``delivered_Bps`` as for :meth:`on_ack`. When the reported bytes
+        left at about the current rate (``_dense``) and the path delivered them slower,
+        the halving starts from the delivered rate: TCP halves its flight, what the path
+        delivered per round trip, not a rate offered beyond it (halving 2.6 Mbit/s sent
+        into a 1 Mbit/s port left 1.3 Mbit/s, still above the port, for another sRTT)."""
         if rtt_us is not None:
             self.rtt.sample(rtt_us)
         self.mark_feedback(now_us)
         if self.last_decrease_us is not None and now_us - self.last_decrease_us < self.srtt_us:
             return False
         self.losses += 1
+        if (
+            sent_Bps is not None
+            and delivered_Bps is not None
+            and self._dense(sent_Bps, delivered_Bps)
+            and 0 < delivered_Bps < self.rate_Bps
+        ):
+            self.rate_Bps = delivered_Bps
         self.rate_Bps /= 2.0
         self.ssthresh_Bps = self.rate_Bps
         self.last_decrease_us = now_us

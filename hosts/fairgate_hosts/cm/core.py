@@ -374,10 +374,23 @@ class CongestionManager:
         tot.sent_bytes += max(0, res.nsent)
         tot.lost_bytes += max(0, res.nsent - res.nrecd)
         rtt = res.rtt_us if res.rtt_us > 0 else None
+        # The rates the covered bytes left and arrived at, when they are the macroflow's
+        # (every flow is probed: TCP/CM's bytes are not in the probes' counts)
+        sent = delivered = None
+        out, back = res.send_span_us, res.recv_span_us
+        if (
+            out is not None
+            and back is not None
+            and out > 0
+            and back > 0
+            and all(self.flows[f].probed for f in mf.flows)
+        ):
+            sent = res.nsent * 1e6 / out
+            delivered = res.nrecd * 1e6 / back
         if res.loss > self.cfg.loss_threshold:
-            mf.aimd.on_loss(now_us, rtt)
+            mf.aimd.on_loss(now_us, rtt, sent, delivered)
         else:
-            mf.aimd.on_ack(res.nrecd, rtt, now_us)
+            mf.aimd.on_ack(res.nrecd, rtt, now_us, sent, delivered)
         mf.sent_since_feedback = 0
         return self.tick(now_us)
 

@@ -23,6 +23,12 @@ class ProbeResult:
     nrecd: int
     loss: float
     probes_covered: int
+    # The time the covered bytes took to leave the sender (from the previous answered
+    # probe to this one) and to reach the receiver (the same plus the change in RTT
+    # between the two probes); None unless this response follows the previous answered
+    # probe's (the interval is then known at both ends).
+    send_span_us: int | None = None
+    recv_span_us: int | None = None
 
 
 @dataclass(slots=True)
@@ -31,6 +37,7 @@ class ProbeBook:
     next_seq: int = 1
     nsent: int = 0
     last_answered: int = 0
+    last_rtt_us: int | None = None  # the RTT of the last answered probe
     probes: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def on_sent(self, nbytes: int) -> None:
@@ -56,6 +63,12 @@ class ProbeBook:
         if entry is None or thisprobe <= self.last_answered or lastprobe >= thisprobe:
             return None
         timesent, _ = entry
+        rtt_us = now_us - timesent
+        send_span = recv_span = None
+        prev = self.probes.get(lastprobe)
+        if lastprobe == self.last_answered and prev is not None and self.last_rtt_us is not None:
+            send_span = timesent - prev[0]
+            recv_span = send_span + rtt_us - self.last_rtt_us
         covered = [
             i
             for i in range(max(lastprobe + 1, thisprobe - self.max_entries), thisprobe + 1)
@@ -65,5 +78,6 @@ class ProbeBook:
         for i in [k for k in self.probes if k < thisprobe]:
             del self.probes[i]
         self.last_answered = thisprobe
+        self.last_rtt_us = rtt_us
         loss = 0.0 if nsent <= 0 else max(0.0, 1.0 - nrecd / nsent)
-        return ProbeResult(now_us - timesent, nsent, nrecd, loss, len(covered))
+        return ProbeResult(rtt_us, nsent, nrecd, loss, len(covered), send_span, recv_span)

@@ -100,13 +100,16 @@ def own_loss(f: dict[str, Any]) -> float:
 
 
 def test_fig4_feedback_twice_per_rtt_loses_less(tmp_path: Path) -> None:
-    """The CM flows' own loss at 2 and 4 probes per RTT is below that at 0.25 and 0.5
-    (the file's checks, one 120 s run beside its on/off CBR, are its verdicts; a 60 s run
-    is too short for them); every probe rides on a data packet, as on BMv2."""
+    """The CM flows' own loss at 2 and 4 probes per RTT is below that at 0.5 and 1 (the
+    file's checks, one 120 s run beside its on/off CBR, are its verdicts; a 60 s run is
+    too short for them), and the CM loses little of its own: with the rate clocked by the
+    probes' delivery rate (``cm/aimd.py``) 1.3-2.2 %, where the rate that grew through a
+    filling queue lost 6.9-17 %; every probe rides on a data packet, as on BMv2."""
     s = run_short(tmp_path, "cm-feedback", "60s", "15s")
     facts = cm_facts(s)
     loss = {n: own_loss(facts[n]) for n in ("fb025", "fb05", "fb1", "fb2", "fb4")}
-    assert max(loss["fb2"], loss["fb4"]) < 0.8 * min(loss["fb025"], loss["fb05"]), loss
+    assert max(loss["fb2"], loss["fb4"]) < min(loss["fb05"], loss["fb1"]), loss
+    assert max(loss.values()) < 0.03, loss
     assert all(v["measured"] is not None for v in s["verdicts"])
     probes = [facts[n]["probes_sent"] for n in loss]
     assert probes == sorted(probes) and probes[-1] > 10 * probes[0]  # the frequencies ran
