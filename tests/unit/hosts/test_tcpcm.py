@@ -10,6 +10,18 @@ import pytest
 from fairgate_hosts.agentio import monotonic_us
 from fairgate_hosts.apps.tcpcm import TcpCm
 from fairgate_hosts.cm.core import CMConfig, CongestionManager
+from fairgate_hosts.kernel_tcp import KernelInfo
+
+
+def _kernel_info(**fields: int) -> KernelInfo:
+    """A TCP_INFO poll of a connection whose window never binds; ``fields`` override."""
+    base = dict(
+        ca_state=0, snd_mss=1448, unacked=0, sacked=0, lost=0, retrans=0, rtt_us=150_000,
+        snd_ssthresh=1 << 30, snd_cwnd=1 << 30, total_retrans=0, bytes_acked=0, notsent=0,
+        busy_us=0, rwnd_limited_us=0, sndbuf_limited_us=0, bytes_sent=0, bytes_retrans=0,
+        snd_wnd=1 << 20,
+    )  # fmt: skip
+    return KernelInfo(**(base | fields))
 
 
 def _sink(srv: socket.socket, n: int, got: list[int], stop: threading.Event) -> None:
@@ -123,15 +135,9 @@ def test_kernel_retransmissions_are_charged_to_the_cm(monkeypatch: pytest.Monkey
     the macroflow's credit), once each."""
     from fairgate_hosts.apps import tcpcm
     from fairgate_hosts.apps.tcpcm import CmConn
-    from fairgate_hosts.kernel_tcp import KernelInfo
 
     def info(bytes_retrans: int, total_retrans: int) -> KernelInfo:
-        return KernelInfo(
-            ca_state=0, snd_mss=1448, unacked=0, sacked=0, lost=0, retrans=0, rtt_us=150_000,
-            snd_ssthresh=1 << 30, snd_cwnd=1 << 30, total_retrans=total_retrans,
-            bytes_acked=0, notsent=0, busy_us=0, rwnd_limited_us=0, sndbuf_limited_us=0,
-            bytes_sent=0, bytes_retrans=bytes_retrans, snd_wnd=1 << 20,
-        )  # fmt: skip
+        return _kernel_info(bytes_retrans=bytes_retrans, total_retrans=total_retrans)
 
     polls = iter([info(0, 0), info(2 * 1448, 2), info(2 * 1448, 2), info(3 * 1448, 3)])
     monkeypatch.setattr(tcpcm, "kernel_info", lambda sock: next(polls))
@@ -162,15 +168,10 @@ def test_acks_count_after_a_timeout_but_not_in_fast_recovery(
     does not grow there) but all of them in RTO recovery, where NewReno slow-starts."""
     from fairgate_hosts.apps import tcpcm
     from fairgate_hosts.apps.tcpcm import CmConn
-    from fairgate_hosts.kernel_tcp import TCP_CA_LOSS, TCP_CA_RECOVERY, KernelInfo
+    from fairgate_hosts.kernel_tcp import TCP_CA_LOSS, TCP_CA_RECOVERY
 
     def info(ca_state: int, acked: int) -> KernelInfo:
-        return KernelInfo(
-            ca_state=ca_state, snd_mss=1448, unacked=0, sacked=0, lost=0, retrans=0,
-            rtt_us=150_000, snd_ssthresh=1 << 30, snd_cwnd=1 << 30, total_retrans=0,
-            bytes_acked=acked, notsent=0, busy_us=0, rwnd_limited_us=0, sndbuf_limited_us=0,
-            bytes_sent=0, bytes_retrans=0, snd_wnd=1 << 20,
-        )  # fmt: skip
+        return _kernel_info(ca_state=ca_state, bytes_acked=acked)
 
     states = [(0, 1448), (TCP_CA_RECOVERY, 2 * 1448), (0, 3 * 1448)]
     states += [(TCP_CA_LOSS, 3 * 1448), (TCP_CA_LOSS, 5 * 1448), (0, 6 * 1448)]
