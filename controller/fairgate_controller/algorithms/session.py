@@ -81,6 +81,7 @@ class SessionParams:
     drain_correction: bool = True
     confirm_ungated: bool = False
     noise_z: float = 0.5
+    better_z: float = 0.5
     climb_when_feasible: bool = True
     climb_fraction: float = 0.5
     project_to_boundary: bool = True
@@ -107,6 +108,7 @@ class SessionParams:
             "balance_gain",
             "accept_margin",
             "climb_fraction",
+            "better_z",
         ):
             check_non_negative(name, getattr(self, name))
         check_positive("change_drift", self.change_drift)
@@ -485,11 +487,18 @@ class SessionController:
             s.pending = 1 if s.f1 is None else 2
             self._start(math.exp(s.x1 if s.pending == 1 else s.x2))
             return
+        # strategy 1: the upper point wins only when clearly better (``better_z``), within
+        # the noise the lower admit rate is as good and admits fewer flows to queue
+        # (strategy 2's penalty already pulls its objective down past the knee)
+        if self._p.strategy == 1:
+            upper_wins = clearly_better(s.f2, s.f1, self._p.better_z)
+        else:
+            upper_wins = s.f2.objective > s.f1.objective
         if s.hi - s.lo <= self._p.search_tolerance or s.probes >= self._p.max_search_probes:
-            best, x = (s.f1, s.x1) if s.f1.objective >= s.f2.objective else (s.f2, s.x2)
+            best, x = (s.f2, s.x2) if upper_wins else (s.f1, s.x1)
             self._decide(math.exp(x), best)
             return
-        if s.f1.objective < s.f2.objective:  # optimum in [x1, hi]
+        if upper_wins:  # optimum in [x1, hi]
             s.lo, s.x1, s.f1 = s.x1, s.x2, s.f2
             s.x2, s.f2, s.pending = s.lo + _INV_PHI * (s.hi - s.lo), None, 2
             self._start(math.exp(s.x2))
@@ -630,7 +639,18 @@ class SessionController:
         # margin and the tolerance it holds (or follows the objective down), a hysteresis
         # band, else noisy upward steps keep pushing it past the knee
         band = p.strategy == 2 and p.climb_when_feasible and diff > 0
-        if band or abs(diff) <= p.accept_margin * scale:  # flat within noise: hold
+        # strategy 1 climbs only when the upper probe is clearly better and otherwise steps
+        # down: on the flat top past the knee a pair differs by noise alone, and holding
+        # there let noise carry the centre up the plateau, where flows pile up and a little
+        # more load collapses completions (after the capacity halved at paper scale it
+        # tracked 117-138 flows/s, 2x the knee, 91 % of the best static gate: run
+        # 20261128T075748Z-sim-paper-757fb98)
+        if p.strategy == 1:
+            flat = False
+            diff = 1.0 if clearly_better(upper, lower, p.better_z) else -1.0
+        else:
+            flat = band or abs(diff) <= p.accept_margin * scale
+        if flat:  # flat within noise: hold
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = 0.0
         else:
@@ -702,6 +722,18 @@ class SessionController:
         if abs(math.log(new / t.center)) > p.change_drift * (1.0 + 1e-9):
             self._reset_detectors()
         t.center = new
+
+
+def clearly_better(upper: ProbeResult, lower: ProbeResult, z: float) -> bool:
+    """Whether ``upper``'s objective beats ``lower``'s by more than ``z`` standard deviations
+    of their difference (each probe's completion rate carries Poisson noise, variance
+    F^2 / n for n completions counted; a probe that counted none counts as one).
+
+    Two admit rates whose completion rates differ by less are as good as each other, and
+    the lower one admits fewer flows to queue behind the bottleneck: the caller keeps it.
+    """
+    var = sum(r.completion_fps**2 / max(r.completions, 1.0) for r in (upper, lower))
+    return upper.objective - lower.objective > z * math.sqrt(var)
 
 
 def pooled(a: ProbeResult, b: ProbeResult) -> ProbeResult:

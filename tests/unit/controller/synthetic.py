@@ -26,7 +26,7 @@ def collapse(optimum: float, fall_to: float = 0.2, over: float = 2.0) -> Curve:
     return f
 
 
-def _piecewise(pts: list[tuple[float, float]]) -> Curve:
+def piecewise(pts: list[tuple[float, float]]) -> Curve:
     def f(a: float) -> float:
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
             if a <= x1:
@@ -39,7 +39,7 @@ def _piecewise(pts: list[tuple[float, float]]) -> Curve:
 def table1(scale: float = 1.0) -> Curve:
     """Piecewise-linear fit of paper 000's Table I (10 Mbit/s, 1000 flows/s offered): F = a up to
     100 flows/s, 102.6 at 150, 107 at 250, 44 at 1000 (all times ``scale``)."""
-    base = _piecewise([(0.0, 0.0), (100.0, 99.84), (150.0, 102.6), (250.0, 107.1), (1000.0, 43.9)])
+    base = piecewise([(0.0, 0.0), (100.0, 99.84), (150.0, 102.6), (250.0, 107.1), (1000.0, 43.9)])
     return lambda a: base(a / scale) * scale
 
 
@@ -49,7 +49,7 @@ def lab() -> Curve:
     retries of SYNs the queue behind the gate dropped, so F < a below the peak (75/s)."""
     pts = [(0.0, 0.0), (25.0, 24.9), (50.0, 46.8), (75.0, 48.5), (100.0, 46.3), (150.0, 36.5)]
     pts.append((655.0, 18.3))  # no gating: 655 SYNs/s admitted
-    return _piecewise(pts)
+    return piecewise(pts)
 
 
 #: The lab-scale simulator's static gates over [90, 150) s (session-control.toml, runs
@@ -75,8 +75,8 @@ def lab_flows() -> tuple[Curve, Curve]:
     flows connect as fast as they complete up to 60/s; past it they pile up (connected >
     completed), while completions still rise to 75/s."""
     return (
-        _piecewise([(a, f) for a, f, _c in LAB_FLOWS]),
-        _piecewise([(a, c) for a, _f, c in LAB_FLOWS]),
+        piecewise([(a, f) for a, f, _c in LAB_FLOWS]),
+        piecewise([(a, c) for a, _f, c in LAB_FLOWS]),
     )
 
 

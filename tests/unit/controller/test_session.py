@@ -2,10 +2,11 @@
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
-from synthetic import Driver, collapse, flat, lab, lab_flows, table1
+from synthetic import Driver, piecewise, collapse, flat, lab, lab_flows, table1
 
 from fairgate_controller.algorithms import (
     Phase,
@@ -15,7 +16,7 @@ from fairgate_controller.algorithms import (
     SessionController,
     SessionParams,
 )
-from fairgate_controller.algorithms.session import pooled
+from fairgate_controller.algorithms.session import clearly_better, pooled
 
 SEEDS = range(5)
 
@@ -435,3 +436,40 @@ def test_strategy2_capped_balance_steps_do_not_hide_a_change():
     for _ in range(2):  # then 20 completed: the change
         c.update(c.admit_fps or 0.0, 20.0, 1.0, 500.0, 50.0)
     assert c.restarts == restarts + 1
+
+
+def _halved_capacity() -> Callable[[float], float]:
+    """Paper-scale section V after the capacity halved (session-control-capacity.toml's
+    static gates, 5 Mbit/s, 500 flows/s offered): F = a up to the knee near 62 flows/s,
+    a flat top to 100/s, then a slow fall (57/s at 150, 45/s at 250)."""
+    pts = [(0.0, 0.0), (60.0, 60.0), (75.0, 62.5), (100.0, 63.0), (150.0, 57.0), (250.0, 45.5)]
+    return piecewise([*pts, (500.0, 30.0)])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_strategy1_leaves_a_flat_top_for_its_lower_edge(seed):
+    # Past the knee two probes 10 % apart differ by less than their noise. Holding on a
+    # "flat" pair let noise carry the centre up the plateau (tracking at 2x the knee, 91 %
+    # of the best static gate, in the paper-scale simulator): the lower probe is kept unless
+    # the upper is clearly better, so the centre walks down to the knee's side of the top.
+    curve = _halved_capacity()
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, curve, offered_fps=500.0, window_s=2.0, noise=0.09, lag=0.5, seed=seed)
+    d.run(60)
+    assert c.phase is Phase.TRACK
+    d.run(60)  # 2 minutes of tracking
+    centre = _centre_median(d, c, 60)
+    assert 55.0 <= centre <= 110.0, centre
+    assert curve(centre) >= 0.95 * 63.0
+
+
+def test_clearly_better_scales_with_the_poisson_noise_of_both_probes():
+    def probe(f: float, n: float) -> ProbeResult:
+        return ProbeResult(100.0, f, f, None, f, n)
+
+    # 400 completions each: sigma of the difference = sqrt(2 x 60^2 / 400) = 4.24 flows/s
+    assert clearly_better(probe(63.0, 400), probe(60.0, 400), 0.5)  # 3.0 > 2.12
+    assert not clearly_better(probe(61.5, 400), probe(60.0, 400), 0.5)  # 1.5 < 2.1
+    assert not clearly_better(probe(63.0, 400), probe(60.0, 400), 1.0)  # 3.0 < 4.3
+    assert not clearly_better(probe(60.0, 400), probe(63.0, 400), 0.0)  # worse
+    assert clearly_better(probe(63.0, 40000), probe(62.0, 40000), 0.5)  # more counted
