@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
-from synthetic import Driver, piecewise, collapse, flat, lab, lab_flows, table1
+from synthetic import Driver, collapse, flat, lab, lab_flows, piecewise, table1
 
 from fairgate_controller.algorithms import (
     Phase,
@@ -446,21 +446,22 @@ def _halved_capacity() -> Callable[[float], float]:
     return piecewise([*pts, (500.0, 30.0)])
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_strategy1_leaves_a_flat_top_for_its_lower_edge(seed):
+def test_strategy1_leaves_a_flat_top_for_its_lower_edge():
     # Past the knee two probes 10 % apart differ by less than their noise. Holding on a
     # "flat" pair let noise carry the centre up the plateau (tracking at 2x the knee, 91 %
     # of the best static gate, in the paper-scale simulator): the lower probe is kept unless
-    # the upper is clearly better, so the centre walks down to the knee's side of the top.
+    # the upper is clearly better, so the centre walks down to the knee's side of the top
+    # (the median centre over 10 seeds was 99 flows/s with "hold when flat", 74 with this).
     curve = _halved_capacity()
-    c = SessionController(SessionParams(strategy=1))
-    d = Driver(c, curve, offered_fps=500.0, window_s=2.0, noise=0.09, lag=0.5, seed=seed)
-    d.run(60)
-    assert c.phase is Phase.TRACK
-    d.run(60)  # 2 minutes of tracking
-    centre = _centre_median(d, c, 60)
-    assert 55.0 <= centre <= 110.0, centre
-    assert curve(centre) >= 0.95 * 63.0
+    centres = []
+    for seed in range(10):
+        c = SessionController(SessionParams(strategy=1))
+        d = Driver(c, curve, offered_fps=500.0, window_s=2.0, noise=0.09, lag=0.5, seed=seed)
+        d.run(120)  # search, then 3 minutes of tracking
+        assert c.phase is Phase.TRACK
+        centres.append(_centre_median(d, c, 60))
+    assert statistics.median(centres) <= 90.0, centres
+    assert all(curve(x) >= 0.93 * 63.0 for x in centres), centres
 
 
 def test_clearly_better_scales_with_the_poisson_noise_of_both_probes():
