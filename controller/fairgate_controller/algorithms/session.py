@@ -81,7 +81,8 @@ class SessionParams:
     drain_correction: bool = True
     confirm_ungated: bool = False
     noise_z: float = 0.5
-    better_z: float = 0.5
+    better_z: float = 0.25
+    alternate_order: bool = True
     climb_when_feasible: bool = True
     climb_fraction: float = 0.5
     project_to_boundary: bool = True
@@ -206,6 +207,8 @@ class _Track:
     pending: int = 0  # 0: the lower probe is running, 1: the upper one
     infeasible: int = 0  # consecutive pairs whose upper probe admitted faster than completed
     lower: ProbeResult | None = None
+    upper: ProbeResult | None = None
+    pairs: int = 0  # pairs judged (``alternate_order``: odd pairs run the upper probe first)
 
 
 class SessionController:
@@ -579,16 +582,32 @@ class SessionController:
             rate = t.center * math.exp(p.probe_offset)
         self._start(min(max(rate, p.floor_fps), max(self._upper_fps, p.floor_fps)))
 
+    def _next_pair(self) -> None:
+        """Start the next pair of tracking probes. With ``alternate_order`` every other
+        pair runs its upper probe first: a probe's completions include flows the probe
+        before it admitted (their FCT is several windows past the knee, longer than the
+        settle window), so the probe run second is judged partly on the first one's
+        admissions; always running the lower one first leaned every comparison the same way.
+        Alternating the order makes the lean change sign from pair to pair."""
+        t = self._track
+        assert t is not None
+        alternate = self._p.alternate_order and self._p.strategy == 1
+        self._track_probe(t.pairs % 2 if alternate else 0)
+
     def _on_track(self, r: ProbeResult) -> None:
         t = self._track
         assert t is not None
         p = self._p
         if t.pending == 0:
             t.lower = r
-            self._track_probe(1)
+        else:
+            t.upper = r
+        if t.lower is None or t.upper is None:  # the pair's first probe: run the other
+            self._track_probe(1 - t.pending)
             return
-        lower, upper = t.lower, r
-        assert lower is not None
+        lower, upper = t.lower, t.upper
+        t.lower = t.upper = None
+        t.pairs += 1
         completion = (self._sustained(lower) + self._sustained(upper)) / 2.0
         offered = None
         if lower.offered_fps is not None and upper.offered_fps is not None:
@@ -597,7 +616,7 @@ class SessionController:
         every = p.research_every_windows
         if self._changed(pair):
             # the newer probe's offered rate: the pair's mean may straddle the change
-            self._restart(t.center, upper.offered_fps)
+            self._restart(t.center, r.offered_fps)
             return
         if every and self._since_decision >= every:
             self._restart()  # periodic: cold, no gating measured afresh
@@ -609,7 +628,7 @@ class SessionController:
         excess = self._infeasibility(both)
         if p.strategy == 2 and both.connected_fps is not None and p.balance_gain > 0:
             self._balance(excess)
-            self._track_probe(0)
+            self._next_pair()
             return
         tol = self._tolerance(both)
         t.infeasible = t.infeasible + 1 if excess > tol else 0
@@ -619,7 +638,7 @@ class SessionController:
             self._move(max(p.floor_fps, self._projection(both, t.center)))
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = -1.0
-            self._track_probe(0)
+            self._next_pair()
             return
         if p.strategy == 2 and p.climb_when_feasible and excess <= p.climb_fraction * tol:
             # Below the knee F = A, so F rises with the admit rate by exactly the probes'
@@ -631,7 +650,7 @@ class SessionController:
             t.step = min(max(t.step * 1.5, p.step_min), 2.0 * p.probe_offset)
             t.last_sign = 1.0
             self._move(t.center * math.exp(t.step))
-            self._track_probe(0)
+            self._next_pair()
             return
         diff = upper.objective - lower.objective
         scale = max(abs(upper.objective), abs(lower.objective))
@@ -662,7 +681,7 @@ class SessionController:
             t.step = min(max(t.step * grow, p.step_min), max(cap, p.step_min))
             t.last_sign = sign
             self._move(t.center * math.exp(sign * t.step))
-        self._track_probe(0)
+        self._next_pair()
 
     def _balance(self, excess: float) -> None:
         """Strategy 2 with connections measured: move the centre by the log-step
