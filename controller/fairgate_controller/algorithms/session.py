@@ -464,8 +464,12 @@ class SessionController:
             hi = min(hi, p.hint_high * p.capacity_hint_fps)
             lo = max(lo, p.hint_low * p.capacity_hint_fps)
         if around is not None:
+            # the warm bracket's low end is the centre's, not a fraction of the offered SYN
+            # rate: while gated that rate counts every retry of a dropped SYN (1500 flows/s
+            # offered read as some 7000 SYNs/s, and 5 % of it put the low end at 350 flows/s,
+            # above the optimum: run 20261128T102557Z-sim-file-c7d2c45, session-control-varying)
             hi = min(hi, around * math.exp(p.restart_span))
-            lo = max(lo, around * math.exp(-p.restart_span))
+            lo = max(p.floor_fps, around * math.exp(-p.restart_span))
         if hi <= lo * (1.0 + p.search_tolerance):
             return False
         self._upper_fps = max(offered, p.floor_fps)

@@ -391,6 +391,22 @@ def test_change_detected_in_track_searches_again_around_the_centre(warm):
         assert None in after
 
 
+def test_warm_restart_brackets_the_centre_however_many_syns_are_offered():
+    # while gated, the offered SYN rate counts every retry of a dropped SYN (1500 flows/s
+    # offered read as ~7000 SYNs/s in the paper-scale simulator): 5 % of it as the warm
+    # bracket's low end put the search at 350-430 flows/s, above the optimum (150-250)
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    restarts = c.restarts
+    d.offered_fps = 7000.0
+    d.run(100)
+    assert c.restarts > restarts
+    assert c.last_search_fps is not None
+    assert c.last_search_fps == pytest.approx(250.0, rel=0.15)  # 365 with the old low end
+
+
 def test_warm_restart_falls_back_to_a_baseline_when_the_load_leaves_the_bracket():
     # the offered load falls below a third of the centre: nothing left to search near it,
     # so the restart measures no gating afresh (and stays ungated: gating cannot help)
