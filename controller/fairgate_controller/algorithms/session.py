@@ -18,11 +18,12 @@ Phases::
     UNGATED   no gating; CUSUM change detection and periodic re-search -> BASELINE
 
 Every probe holds its admit rate for ``settle_windows`` (discarded) then ``measure_windows``
-(pooled: completions / seconds). Strategy 2 maximises F - penalty * max(0, A - F (1 + tol))
-(A = admission rate: connections when they are measured, else SYNs admitted): its tracking
-judges each pair of probes pooled, climbs while A/F - 1 stays within half the tolerance,
-holds between that and the tolerance, and projects onto A = F (1 + tol) when admissions
-outrun completions: it never admits (beyond the tolerance) faster than flows complete.
+(pooled: completions / seconds). Strategy 2's search maximises F - penalty * max(0, A - F (1 +
+tol)) (A: connections when they are measured, else SYNs admitted); its tracking judges each
+pair of probes pooled and moves the centre by a step proportional to the SYNs admitted over
+the completions the pair sustains (capped at the connections) minus 1 + ``admit_tolerance``,
+and the end of the search projects onto that boundary: the gate never admits (beyond the
+tolerance for retried SYNs) faster than flows complete.
 """
 
 from __future__ import annotations
