@@ -665,14 +665,19 @@ class SessionController:
         stochastic-approximation step: its mean is zero only where the gate admits as fast
         as flows complete, A = F (1 + tol)).
 
-        Below that point the network is stable and every admitted flow completes, F = A,
-        so F rises with the admit rate: the largest F that keeps A <= F is the largest admit
-        rate with A = F, the balance point. A/F of one pair carries Poisson noise of about
-        sqrt(2 / n) (6 % with the lab's 600 completions per pair), larger than the excess to
-        detect (a few percent past the knee): the climb / hold / project rules, each decided
-        on one noisy pair, climbed more often than they projected and settled where flows
-        piled up (A/F = 1.05 in the lab-scale simulator); a step proportional to the
-        measured excess averages the noise out and settles where A = F on average."""
+        The SYNs admitted over the completions grow with the admit rate (the queue behind
+        the gate drops more SYNs, whose retries pass it again, and flows pile up), and FCTs
+        with them; the tolerance bounds how far past A = F it goes. A/F of one pair carries
+        Poisson noise of about sqrt(2 / n) (6 % with the lab's 600 completions per pair):
+        the climb / hold / project rules, each decided on one noisy pair, climbed more often
+        than they projected and settled where flows piled up (connections / completions
+        1.05 in the lab-scale simulator); a step proportional to the measured excess
+        averages the noise out and settles where A = F (1 + tol) on average.
+
+        Balancing connections (not SYNs) against completions, the target before, holds at
+        every admit rate where flows do not pile up fast: it settled at 58-63 SYNs/s in the
+        lab-scale simulator and 66-70 on BMv2, past the FCT knee (runs
+        20261128T071644Z-sim-file-b979d79, 20261128T013527Z-bmv2-file-52a64ca)."""
         t = self._track
         assert t is not None
         p = self._p
