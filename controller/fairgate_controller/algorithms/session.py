@@ -692,14 +692,25 @@ class SessionController:
     def _infeasibility(r: ProbeResult) -> float:
         """A / F - 1 of a probe: how much faster the gate admitted (A: SYNs admitted, the
         admit rate paper 000's strategy 2 bounds) than flows completed (F:
-        :func:`_completed`, the completions the probe sustains)."""
-        return r.admitted_fps / max(_completed(r), 1e-9) - 1.0
+        :meth:`_completed`, the completions the probe sustains)."""
+        return r.admitted_fps / max(SessionController._completed(r), 1e-9) - 1.0
+
+    @staticmethod
+    def _completed(r: ProbeResult) -> float:
+        """The completion rate strategy 2 compares the admit rate with: F, capped at the
+        connections when they are measured. Completions beyond the connections are flows
+        admitted before the probe draining (a backlog, not sustained) or a counter's
+        over-count (BMv2 counts some retransmitted FINs twice); the connections themselves
+        are the flows whose SYN got through the queue behind the gate."""
+        if r.connected_fps is None:
+            return r.completion_fps
+        return min(r.completion_fps, r.connected_fps)
 
     def _projection(self, r: ProbeResult, center: float) -> float:
         """Strategy 2's projection of an infeasible probe: the largest admit rate its
         completions allow, F (1 + tol) (the boundary of A <= F (1 + tol)), or F itself,
         as ``center`` x target / A (the meter's rate is A while SYNs are offered faster)."""
-        target = _completed(r)
+        target = self._completed(r)
         if self._p.project_to_boundary:
             target *= 1.0 + self._admit_tolerance(r)
         return center * target / max(r.admitted_fps, 1e-9)
@@ -718,17 +729,6 @@ class SessionController:
         if abs(math.log(new / t.center)) > p.change_drift * (1.0 + 1e-9):
             self._reset_detectors()
         t.center = new
-
-
-def _completed(r: ProbeResult) -> float:
-    """The completion rate strategy 2 compares the admit rate with: F, capped at the
-    connections when they are measured. Completions beyond the connections are flows
-    admitted before the probe draining (a backlog, not sustained) or a counter's
-    over-count (BMv2 counts some retransmitted FINs twice); the connections themselves
-    are the flows whose SYN got through the queue behind the gate."""
-    if r.connected_fps is None:
-        return r.completion_fps
-    return min(r.completion_fps, r.connected_fps)
 
 
 def pooled(a: ProbeResult, b: ProbeResult) -> ProbeResult:
