@@ -18,11 +18,12 @@ Phases::
     UNGATED   no gating; CUSUM change detection and periodic re-search -> BASELINE
 
 Every probe holds its admit rate for ``settle_windows`` (discarded) then ``measure_windows``
-(pooled: completions / seconds). Strategy 2 maximises F - penalty * max(0, A - F (1 + tol))
-(A = admission rate: connections when they are measured, else SYNs admitted): its tracking
-judges each pair of probes pooled, climbs while A/F - 1 stays within half the tolerance,
-holds between that and the tolerance, and projects onto A = F (1 + tol) when admissions
-outrun completions: it never admits (beyond the tolerance) faster than flows complete.
+(pooled: completions / seconds). Strategy 2's search maximises F - penalty * max(0, A - F (1 +
+tol)) (A: connections when they are measured, else SYNs admitted); its tracking judges each
+pair of probes pooled and moves the centre by a step proportional to the SYNs admitted over
+the completions the pair sustains (capped at the connections) minus 1 + ``admit_tolerance``,
+and the end of the search projects onto that boundary: the gate never admits (beyond the
+tolerance for retried SYNs) faster than flows complete.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class SessionParams:
     infeasible_pairs: int = 2
     feasibility_tolerance: float = 0.08
     connection_tolerance: float = 0.0
+    admit_tolerance: float = 0.2
     balance_gain: float = 0.5
     check_connections: bool = True
     penalty: float = 10.0
@@ -106,6 +108,7 @@ class SessionParams:
             "gain_margin",
             "feasibility_tolerance",
             "connection_tolerance",
+            "admit_tolerance",
             "balance_gain",
             "accept_margin",
             "climb_fraction",
@@ -365,6 +368,17 @@ class SessionController:
         variance += 1.0 / max(r.connections, 1.0)
         return p.connection_tolerance + p.noise_z * math.sqrt(variance)
 
+    def _admit_tolerance(self, r: ProbeResult) -> float:
+        """Strategy 2's tolerance on the admit rate's excess A / F - 1 of a probe
+        (:meth:`_infeasibility`): ``admit_tolerance`` (admitted SYNs that are retries
+        of SYNs the queue behind the gate dropped) plus ``noise_z`` standard deviations of
+        the ratio's Poisson noise (F's count, and the connections' when they cap F)."""
+        p = self._p
+        variance = 1.0 / max(r.completions, 1.0)
+        if r.connected_fps is not None:
+            variance += 1.0 / max(r.connections, 1.0)
+        return p.admit_tolerance + p.noise_z * math.sqrt(variance)
+
     def _objective(self, r: ProbeResult) -> float:
         # completions above admissions drain flows admitted before this probe: the probe
         # itself sustains at most what it admits (both strategies: strategy 2's search on
@@ -545,7 +559,7 @@ class SessionController:
             self._go_ungated()
             return
         center = self._candidate
-        if self._p.strategy == 2 and self._infeasibility(cand) > self._tolerance(cand):
+        if self._p.strategy == 2 and self._infeasibility(cand) > self._admit_tolerance(cand):
             center = min(center, self._projection(cand, center))
         center = max(center, self._p.floor_fps)
         self._phase = Phase.TRACK
@@ -630,11 +644,11 @@ class SessionController:
         # centre down (a projection fires when F is low by chance, and it moved to that F).
         both = pooled(lower, upper)
         excess = self._infeasibility(both)
-        if p.strategy == 2 and both.connected_fps is not None and p.balance_gain > 0:
+        if p.strategy == 2 and p.balance_gain > 0:
             self._balance(excess)
             self._next_pair()
             return
-        tol = self._tolerance(both)
+        tol = self._admit_tolerance(both)
         t.infeasible = t.infeasible + 1 if excess > tol else 0
         if p.strategy == 2 and (t.infeasible >= p.infeasible_pairs or excess > 3.0 * tol):
             # admissions persistently outrun completions: project onto A = F (1 + tol)
@@ -688,24 +702,30 @@ class SessionController:
         self._next_pair()
 
     def _balance(self, excess: float) -> None:
-        """Strategy 2 with connections measured: move the centre by the log-step
-        ``-balance_gain * (A/F - 1 - connection_tolerance)`` of the pooled pair, at most
-        2 ``probe_offset`` either way (a stochastic-approximation step: its mean is zero only
-        where flows are admitted as fast as they complete, A = F (1 + tol)).
+        """Strategy 2: move the centre by the log-step
+        ``-balance_gain * (A/F - 1 - admit_tolerance)`` of the pooled pair
+        (:meth:`_infeasibility`), at most 2 ``probe_offset`` either way (a
+        stochastic-approximation step: its mean is zero only where the gate admits as fast
+        as flows complete, A = F (1 + tol)).
 
-        Below that point the network is stable and every admitted flow completes, F = A,
-        so F rises with the admit rate: the largest F that keeps A <= F is the largest admit
-        rate with A = F, the balance point. A/F of one pair carries Poisson noise of about
-        sqrt(2 / n) (6 % with the lab's 600 completions per pair), larger than the excess to
-        detect (a few percent past the knee): the climb / hold / project rules, each decided
-        on one noisy pair, climbed more often than they projected and settled where flows
-        piled up (A/F = 1.05 in the lab-scale simulator); a step proportional to the
-        measured excess averages the noise out and settles where A = F on average."""
+        The SYNs admitted over the completions grow with the admit rate (the queue behind
+        the gate drops more SYNs, whose retries pass it again, and flows pile up), and FCTs
+        with them; the tolerance bounds how far past A = F it goes. A/F of one pair carries
+        Poisson noise of about sqrt(2 / n) (6 % with the lab's 600 completions per pair):
+        the climb / hold / project rules, each decided on one noisy pair, climbed more often
+        than they projected and settled where flows piled up (connections / completions
+        1.05 in the lab-scale simulator); a step proportional to the measured excess
+        averages the noise out and settles where A = F (1 + tol) on average.
+
+        Balancing connections (not SYNs) against completions, the target before, holds at
+        every admit rate where flows do not pile up fast: it settled at 58-63 SYNs/s in the
+        lab-scale simulator and 66-70 on BMv2, past the FCT knee (runs
+        20261128T071644Z-sim-file-b979d79, 20261128T013527Z-bmv2-file-52a64ca)."""
         t = self._track
         assert t is not None
         p = self._p
         cap = 2.0 * p.probe_offset
-        step = -p.balance_gain * (excess - p.connection_tolerance)
+        step = -p.balance_gain * (excess - p.admit_tolerance)
         step = min(max(step, -cap), cap)
         t.step = abs(step)
         t.last_sign = math.copysign(1.0, step) if step else 0.0
@@ -713,23 +733,30 @@ class SessionController:
 
     @staticmethod
     def _infeasibility(r: ProbeResult) -> float:
-        """A / F - 1 of a probe: how much faster it admitted than flows completed."""
-        return r.entered_fps / max(r.completion_fps, 1e-9) - 1.0
+        """A / F - 1 of a probe: how much faster the gate admitted (A: SYNs admitted, the
+        admit rate paper 000's strategy 2 bounds) than flows completed (F:
+        :meth:`_completed`, the completions the probe sustains)."""
+        return r.admitted_fps / max(SessionController._completed(r), 1e-9) - 1.0
+
+    @staticmethod
+    def _completed(r: ProbeResult) -> float:
+        """The completion rate strategy 2 compares the admit rate with: F, capped at the
+        connections when they are measured. Completions beyond the connections are flows
+        admitted before the probe draining (a backlog, not sustained) or a counter's
+        over-count (BMv2 counts some retransmitted FINs twice); the connections themselves
+        are the flows whose SYN got through the queue behind the gate."""
+        if r.connected_fps is None:
+            return r.completion_fps
+        return min(r.completion_fps, r.connected_fps)
 
     def _projection(self, r: ProbeResult, center: float) -> float:
         """Strategy 2's projection of an infeasible probe: the largest admit rate its
-        completions allow, F (1 + tol) (the boundary of A <= F (1 + tol)), or F itself.
-
-        With A counted in SYNs the meter's rate is A, so the target is that rate. With A
-        counted in connections the meter rate is not A (a meter at 60 SYNs/s let 46 flows/s
-        into the lab-scale simulator's network: the queue behind it drops the rest), so
-        ``center`` is scaled by target / A, the local proportion of the two."""
-        target = r.completion_fps
+        completions allow, F (1 + tol) (the boundary of A <= F (1 + tol)), or F itself,
+        as ``center`` x target / A (the meter's rate is A while SYNs are offered faster)."""
+        target = self._completed(r)
         if self._p.project_to_boundary:
-            target *= 1.0 + self._tolerance(r)
-        if r.connected_fps is None:
-            return target
-        return center * target / max(r.connected_fps, 1e-9)
+            target *= 1.0 + self._admit_tolerance(r)
+        return center * target / max(r.admitted_fps, 1e-9)
 
     def _move(self, center: float) -> None:
         t = self._track

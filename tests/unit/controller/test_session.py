@@ -86,23 +86,24 @@ def test_change_in_offered_load_restarts_the_search():
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_strategy2_settles_at_the_knee_not_above_completion_rate(seed):
-    p = SessionParams(strategy=2)
+@pytest.mark.parametrize("tolerance", [0.0, 0.2])
+def test_strategy2_settles_where_it_admits_as_fast_as_flows_complete(seed, tolerance):
+    # Table I's curve has no SYN retries (F = A up to the knee, 100 flows/s): with no
+    # tolerance strategy 2 settles at the knee; with the default one (for the retries the
+    # simulator and the lab admit) where the admit rate is 1 + tol times the completion
+    # rate, 121 flows/s here; strategy 1 would sit near 250 (completing 107/s)
+    p = SessionParams(strategy=2, admit_tolerance=tolerance)
     c = SessionController(p)
     curve = table1()
     d = Driver(c, curve, offered_fps=1000.0, seed=seed)
     d.run(360)
     installed = [s for s in d.settings[-240:] if s is not None]
-    # strategy 1 would sit near 250 flows/s (completing 107/s); strategy 2 at the knee, 100
-    assert statistics.median(installed) == pytest.approx(100.0, rel=0.10)
     ratios = [a / curve(a) for a in installed]  # admit rate over the completion rate it gets
-    # the tolerance strategy 2 applies at the knee: fixed part + noise_z Poisson sigmas of
-    # the completions a probe counts there (100 flows/s x measure_windows x 1 s windows)
-    tol = p.feasibility_tolerance + p.noise_z / (100.0 * p.measure_windows * d.window_s) ** 0.5
-    assert statistics.median(ratios) <= 1.0 + tol
-    # probing excursions (one up-step of at most 2 x probe_offset, or a re-search after a
-    # false alarm) stay rare
-    assert sum(r > 1.0 + tol + p.probe_offset for r in ratios) <= 0.1 * len(ratios)
+    assert statistics.median(ratios) == pytest.approx(1.0 + tolerance, abs=0.015)
+    if tolerance == 0.0:
+        assert statistics.median(installed) == pytest.approx(100.0, rel=0.10)
+    # the balance's steps (at most 2 x probe_offset) average the noise: excursions stay rare
+    assert sum(r > 1.0 + tolerance + p.probe_offset for r in ratios) <= 0.1 * len(ratios)
 
 
 def _strategy2_on_lab(params: SessionParams, seed: int) -> tuple[float, float]:
@@ -119,26 +120,25 @@ def _strategy2_on_lab(params: SessionParams, seed: int) -> tuple[float, float]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_strategy2_reaches_the_lab_knee_without_outrunning_completions(seed):
-    # On the lab's curve 7 % of the admitted SYNs at 50/s are retries: projecting onto F
-    # itself (not F (1 + tol)) and climbing only when A <= F exactly, with the old 3 %
-    # tolerance, stopped strategy 2 at 70-77 % of the peak; the boundary projection, the
-    # climb margin and the 8 % tolerance reach 90-96 % at A / F <= 1 + tol.
-    p = SessionParams(strategy=2)
+    # The climb / hold / project rules (balance_gain 0). On the lab's curve 7 % of the
+    # admitted SYNs at 50/s are retries: projecting onto F itself (not F (1 + tol)) and
+    # climbing only when A <= F exactly, with a 3 % tolerance, stopped strategy 2 at
+    # 69-88 % of the peak; the boundary projection, the climb margin and an 8 % tolerance
+    # reach 90-96 % at A / F <= 1 + tol.
+    p = SessionParams(strategy=2, balance_gain=0.0, admit_tolerance=0.08)
     got, ratio = _strategy2_on_lab(p, seed)
-    old = SessionParams(
-        strategy=2, feasibility_tolerance=0.03, project_to_boundary=False, climb_fraction=0.0
-    )
+    old = replace(p, admit_tolerance=0.03, project_to_boundary=False, climb_fraction=0.0)
     got_old, _ = _strategy2_on_lab(old, seed)
     assert got >= 0.88, got
-    assert got >= got_old + 0.1, (got, got_old)
-    assert ratio <= 1.0 + p.feasibility_tolerance + p.noise_z / (45.0 * 12.0) ** 0.5
+    assert got >= got_old + 0.03, (got, got_old)
+    assert ratio <= 1.0 + p.admit_tolerance + p.noise_z / (45.0 * 12.0) ** 0.5
 
 
-def _strategy2_on_lab_flows(params: SessionParams, seed: int) -> tuple[float, float]:
-    """Mean completion rate (fraction of the best static gate, 75/s) and connected /
-    completed flows over 2 minutes, after 3 minutes of searching, on the lab-scale
-    simulator's curves with connections measured (2 s windows, 10 % noise on F, Poisson
-    noise on the connections)."""
+def _strategy2_on_lab_flows(params: SessionParams, seed: int) -> tuple[float, float, float]:
+    """Mean completion rate (fraction of the best static gate, 75/s), connected /
+    completed flows and admitted SYNs / completed flows over 2 minutes, after 3 minutes of
+    searching, on the lab-scale simulator's curves with connections measured (2 s windows,
+    10 % noise on F, Poisson noise on the connections)."""
     completed, connected = lab_flows()
     c = SessionController(params)
     d = Driver(
@@ -147,46 +147,74 @@ def _strategy2_on_lab_flows(params: SessionParams, seed: int) -> tuple[float, fl
     d.run(150)
     installed = [655.0 if s is None else min(s, 655.0) for s in d.settings[-60:]]
     f = statistics.mean(completed(a) for a in installed)
-    return f / completed(75.0), statistics.mean(connected(a) for a in installed) / f
+    return (
+        f / completed(75.0),
+        statistics.mean(connected(a) for a in installed) / f,
+        statistics.mean(installed) / f,
+    )
 
 
-def test_strategy2_balances_connections_and_completions_on_the_lab_flows():
-    # With A counted in flows admitted (connections), the lab's best static gate (75/s)
-    # lets flows in 9 % faster than they complete; the balance point is 60/s, 97 % of it.
-    # The proportional balance settles there on average; the climb / hold / project rules
-    # (balance_gain 0), each decided on one noisy pair, let flows pile up.
+def test_strategy2_admits_no_faster_than_flows_complete_on_the_lab_flows():
+    # Connections balance completions (no pile-up) at every meter rate up to 60/s, so the
+    # balance of connections against completions settled anywhere up to 60/s, where 29 %
+    # of the admitted SYNs are retries and FCTs are long (the lab-scale simulator: mean
+    # FCT 3.7 s for the flows arriving at a static 60/s gate against 1.7-2.1 s at 50/s).
+    # Bounding the admitted SYNs by the completions (within the 20 % tolerance for retries)
+    # settles near 52/s: no pile-up, at most 1 + tol, and still 93 % of the best static
+    # gate on these curves (whose 50/s point, 44.2 flows/s, is the lowest the simulator
+    # measured; it completed 45.5-46.6 in three other seeds).
     p = SessionParams(strategy=2)
     runs = [_strategy2_on_lab_flows(p, seed) for seed in SEEDS]
-    assert statistics.median(got for got, _ in runs) >= 0.94, runs
-    assert statistics.mean(ratio for _, ratio in runs) <= 1.01, runs
-    assert max(ratio for _, ratio in runs) <= 1.03, runs
-    old = [_strategy2_on_lab_flows(replace(p, balance_gain=0.0), seed) for seed in SEEDS]
-    assert max(ratio for _, ratio in old) >= 1.03, old
+    assert statistics.median(got for got, _, _ in runs) >= 0.92, runs
+    assert max(piled for _, piled, _ in runs) <= 1.01, runs
+    assert statistics.mean(admitted for _, _, admitted in runs) <= 1.0 + p.admit_tolerance, runs
 
 
-def test_strategy2_balance_step_follows_the_measured_excess():
-    # one pair admitting 10 % more flows than complete: the centre falls by gain x 10 %;
-    # one admitting 10 % fewer: it rises as much; a large excess is capped at 2 offsets
-    def centre_after(connections: float, gain: float = 0.5) -> float:
-        c = SessionController(
-            SessionParams(strategy=2, balance_gain=gain, settle_windows=0, measure_windows=1)
-        )
-        c.update(500.0, 20.0, 1.0, 500.0, 500.0)  # baseline: ungated
-        while c.phase is not Phase.TRACK:  # search and confirm on F = 50, A = F
-            c.update(c.admit_fps or 500.0, 50.0, 1.0, 500.0, 50.0)
+def _strategy2_tracking(gain: float = 0.5) -> SessionController:
+    """Strategy 2 tracking after a search and confirm on F = 50 flows/s (1 s windows)."""
+    c = SessionController(
+        SessionParams(strategy=2, balance_gain=gain, settle_windows=0, measure_windows=1)
+    )
+    c.update(500.0, 20.0, 1.0, 500.0, 500.0)  # baseline: ungated
+    while c.phase is not Phase.TRACK:  # search and confirm on F = 50, A = F
+        c.update(c.admit_fps or 500.0, 50.0, 1.0, 500.0, 50.0)
+    return c
+
+
+def test_strategy2_balance_step_follows_the_admit_rate_over_the_completion_rate():
+    # one pair admitting SYNs 30 % faster than flows complete (10 % over the 20 %
+    # tolerance): the centre falls by gain x 10 %; 10 % faster (10 % under it): it rises
+    # as much; a large excess is capped at 2 offsets
+    def centre_after(
+        ratio: float, gain: float = 0.5, connected: float | None = 1.0, completed: float = 1.0
+    ) -> float:
+        """Log-move of the centre after one pair admitting ``ratio`` x F SYNs, completing
+        ``completed`` x F and connecting ``connected`` x F (None: not measured)."""
+        c = _strategy2_tracking(gain)
         before = c.best_admit_fps
         assert before is not None
-        c.update(before, 50.0, 1.0, 500.0, connections)  # lower probe
-        c.update(before, 50.0, 1.0, 500.0, connections)  # upper probe: the pair is judged
+        f = before / ratio
+        conn = None if connected is None else connected * f
+        c.update(before, completed * f, 1.0, 500.0, conn)  # lower probe
+        c.update(before, completed * f, 1.0, 500.0, conn)  # upper probe: the pair is judged
         after = c.best_admit_fps
         assert after is not None
         return math.log(after / before)
 
-    # no noise allowance: the step's mean is zero exactly where A = F (the rule)
-    assert centre_after(55.0) == pytest.approx(-0.05, abs=1e-9)
-    assert centre_after(45.0) == pytest.approx(0.05, abs=1e-9)
-    assert centre_after(100.0) == pytest.approx(-0.1, abs=1e-9)  # capped at 2 x 0.05
-    assert centre_after(55.0, gain=1.0) == pytest.approx(-0.1, abs=1e-9)
+    # no noise allowance: the step's mean is zero exactly where A = F (1 + tol)
+    assert centre_after(1.3) == pytest.approx(-0.05, abs=1e-9)
+    assert centre_after(1.1) == pytest.approx(0.05, abs=1e-9)
+    assert centre_after(2.0) == pytest.approx(-0.1, abs=1e-9)  # capped at 2 x 0.05
+    assert centre_after(1.3, gain=1.0) == pytest.approx(-0.1, abs=1e-9)
+    # A counts the SYNs admitted, retries included: flows that connect as fast as they
+    # complete do not make 30 % more SYNs feasible (the balance of connections did)
+    assert centre_after(1.3, connected=1.0) == pytest.approx(-0.05, abs=1e-9)
+    # F is capped at the connections: completions beyond them (a backlog draining, or
+    # BMv2's FINs counted twice) do not let the gate admit faster
+    assert centre_after(1.3, completed=1.25) == pytest.approx(-0.05, abs=1e-9)
+    # without connections measured the same balance (not the climb / hold / project rules)
+    assert centre_after(1.3, connected=None) == pytest.approx(-0.05, abs=1e-9)
+    assert centre_after(1.1, connected=None) == pytest.approx(0.05, abs=1e-9)
 
 
 @pytest.mark.parametrize("check", [True, False])
@@ -436,21 +464,26 @@ def test_strategy2_capped_balance_steps_do_not_hide_a_change():
     # completions fall over two pairs (capacity halved mid-pair): the first pair's excess
     # moves the centre by the balance's cap (2 x 0.05 = the CUSUM's drift), which must not
     # re-learn the references, or the second pair's collapse becomes the new normal
-    c = SessionController(SessionParams(strategy=2, settle_windows=0, measure_windows=1))
-    c.update(500.0, 20.0, 1.0, 500.0, 500.0)  # baseline: ungated
-    while c.phase is not Phase.TRACK:  # search and confirm on F = 50, A = F
-        c.update(c.admit_fps or 500.0, 50.0, 1.0, 500.0, 50.0)
-    for _ in range(4):  # two pairs at the balance: the references
-        c.update(c.admit_fps or 0.0, 50.0, 1.0, 500.0, 50.0)
-    restarts, centre = c.restarts, c.best_admit_fps
+    c = _strategy2_tracking()
+    centre = c.best_admit_fps
     assert centre is not None
-    for _ in range(2):  # the straddling pair: 35 completed, a capped step down
-        c.update(c.admit_fps or 0.0, 35.0, 1.0, 500.0, 50.0)
+    # the pair admits at centre x e^-offset, then at the centre: A = F (1 + tol), no step
+    admitted = centre * (1.0 + math.exp(-c.params.probe_offset)) / 2.0
+    balanced = admitted / (1.0 + c.params.admit_tolerance)
+
+    def pair(f: float) -> None:
+        for _ in range(2):
+            c.update(c.admit_fps or 0.0, f, 1.0, 500.0, f)
+
+    for _ in range(2):  # two pairs at the balance: the references
+        pair(balanced)
+    assert c.best_admit_fps == pytest.approx(centre)
+    restarts = c.restarts
+    pair(0.7 * balanced)  # the straddling pair: a capped step down
     assert c.restarts == restarts
     moved = c.best_admit_fps
     assert moved is not None and math.log(moved / centre) == pytest.approx(-0.1, abs=1e-9)
-    for _ in range(2):  # then 20 completed: the change
-        c.update(c.admit_fps or 0.0, 20.0, 1.0, 500.0, 50.0)
+    pair(0.4 * balanced)  # then the change
     assert c.restarts == restarts + 1
 
 
