@@ -559,3 +559,25 @@ def test_strategy2_runs_the_lower_probe_first():
     probes = c.evaluations[start : start + 8]
     assert len(probes) == 8
     assert all(a.admit_fps < b.admit_fps for a, b in zip(probes[::2], probes[1::2], strict=True))
+
+
+@pytest.mark.parametrize("strategy", [1, 2])
+def test_a_confirmation_that_loses_to_the_first_baseline_measures_no_gating_afresh(strategy):
+    # the first baseline runs on an empty network: no gating completes flows at the link's
+    # rate until they pile up (F = 60/s for its windows, 20/s from then on), so the gated
+    # candidate (F = min(a, 50)) loses to it; no gating measured again (20/s) loses to the
+    # candidate, and the controller gates
+    c = SessionController(SessionParams(strategy=strategy))
+    windows = 0
+    setting: float | None = None
+    ungated_after: list[float] = []
+    while windows < 200 and c.phase is not Phase.TRACK:
+        a = 300.0 if setting is None else min(setting, 300.0)
+        f = (60.0 if windows < 3 else 20.0) if setting is None else min(a, 50.0)
+        if setting is None and windows >= 3:
+            ungated_after.append(windows)
+        setting = c.update(a, f, 1.0, 300.0, min(a, 50.0) if setting is not None else f)
+        windows += 1
+    assert c.phase is Phase.TRACK, c.phase
+    assert ungated_after  # no gating was measured again after the search
+    assert c.baseline is not None and c.baseline.completion_fps == pytest.approx(20.0)
