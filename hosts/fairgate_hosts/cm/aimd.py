@@ -20,16 +20,17 @@ the rate is kept within TCP's allowance of the delivered rate (twice it in slow 
 MSS per sRTT above it in congestion avoidance), and a loss halves the delivered rate when
 the rate ran above it (``on_ack``, ``on_loss``).
 
-A loss halves the rate once per congestion event (not again for bytes that left before
-the last decrease; without send times, at most once per sRTT); a timeout (persistent congestion) sets
-ssthresh to half the rate and restarts from one MSS per sRTT in slow start. While feedback is
-missing for more than one sRTT, the rate halves once, then again every *minimum* RTT (the
-half-life the paper found stable; ``aging_basis`` selects the sRTT or no aging instead, for
-the paper's Figs. 4 and 6). Aging leaves ssthresh where the last loss put it (as TCP's
-congestion window validation, RFC 2861, keeps ssthresh when an idle window decays): it acts
-for want of feedback, not on a congestion signal, so the next response without loss
-slow-starts back up to ssthresh and from there grows additively. A loss the next response
-reports still halves the aged rate (aging does not count as that period's decrease).
+A loss halves the rate once per congestion event (not again for bytes that left before the
+last decrease; without send times, at most once per sRTT); a timeout (persistent
+congestion) sets ssthresh to half the rate and restarts from one MSS per sRTT in slow
+start. While feedback is missing for more than one sRTT, the rate halves once, then again
+every *minimum* RTT (the half-life the paper found stable; ``aging_basis`` selects the sRTT
+or no aging instead, for the paper's Figs. 4 and 6). Aging leaves ssthresh where the last
+loss put it (as TCP's congestion window validation, RFC 2861, keeps ssthresh when an idle
+window decays): it acts for want of feedback, not on a congestion signal, so the next
+response without loss slow-starts back up to ssthresh and from there grows additively. A
+loss the next response reports still halves the aged rate (aging does not count as that
+period's decrease).
 
 An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
 ``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
