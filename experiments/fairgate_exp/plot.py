@@ -20,6 +20,10 @@ def _pyplot() -> Any:
     return plt
 
 
+#: flow-rate panels label their lines only up to this many flows
+MAX_LEGEND = 12
+
+
 def _save(plt: Any, fig: Any, out: Path) -> list[Path]:
     """Lay out, write ``out`` (90 dpi) and free the figure."""
     fig.tight_layout()
@@ -52,7 +56,8 @@ def plot_run(
                 ax.axhline(oracle[f.name], ls="--", lw=0.8, color=line.get_color())
         ax.set_title(f"{plan.name} [{algo}]")
         ax.set_ylabel("flow rate (pkt/s); max-min dashed")
-        if ax.get_legend_handles_labels()[0]:
+        # a legend of more entries buries the axes (cm-feedback's 115 on/off CBR periods)
+        if 0 < len(ax.get_legend_handles_labels()[0]) <= MAX_LEGEND:
             ax.legend(fontsize=7)
         ax = axes[1][j]
         for lab in dict.fromkeys(r["port"] for r in ports if r["algo"] == algo):

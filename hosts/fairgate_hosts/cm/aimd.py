@@ -20,15 +20,17 @@ the rate is kept within TCP's allowance of the delivered rate (twice it in slow 
 MSS per sRTT above it in congestion avoidance), and a loss halves the delivered rate when
 the rate ran above it (``on_ack``, ``on_loss``).
 
-A loss halves the rate (at most once per sRTT); a timeout (persistent congestion) sets
-ssthresh to half the rate and restarts from one MSS per sRTT in slow start. While feedback is
-missing for more than one sRTT, the rate halves once, then again every *minimum* RTT (the
-half-life the paper found stable; ``aging_basis`` selects the sRTT or no aging instead, for
-the paper's Figs. 4 and 6). Aging leaves ssthresh where the last loss put it (as TCP's
-congestion window validation, RFC 2861, keeps ssthresh when an idle window decays): it acts
-for want of feedback, not on a congestion signal, so the next response without loss
-slow-starts back up to ssthresh and from there grows additively. A loss the next response
-reports still halves the aged rate (aging does not count as that period's decrease).
+A loss halves the rate once per congestion event (not again for bytes that left before the
+last decrease; without send times, at most once per sRTT); a timeout (persistent
+congestion) sets ssthresh to half the rate and restarts from one MSS per sRTT in slow
+start. While feedback is missing for more than one sRTT, the rate halves once, then again
+every *minimum* RTT (the half-life the paper found stable; ``aging_basis`` selects the sRTT
+or no aging instead, for the paper's Figs. 4 and 6). Aging leaves ssthresh where the last
+loss put it (as TCP's congestion window validation, RFC 2861, keeps ssthresh when an idle
+window decays): it acts for want of feedback, not on a congestion signal, so the next
+response without loss slow-starts back up to ssthresh and from there grows additively. A
+loss the next response reports still halves the aged rate (aging does not count as that
+period's decrease).
 
 An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
 ``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
@@ -187,8 +189,20 @@ class AimdRate:
         rtt_us: int | None = None,
         sent_Bps: float | None = None,
         delivered_Bps: float | None = None,
+        sent_from_us: int | None = None,
     ) -> bool:
-        """Halve the rate (once per sRTT); returns True when it did.
+        """Halve the rate once per congestion event; returns True when it did.
+
+        ``sent_from_us``: when the first of the reported bytes left (a probe response's
+        covered interval). Bytes that left before the last decrease were in flight when
+        it was made, so their loss is the congestion that decrease answered, not a new
+        one: no second halving (TCP NewReno's recovery point: one reduction per window of
+        data). Without a send time (``update``, whose callers report one loss per
+        recovery themselves) the rate halves at most once per sRTT. The sRTT gate alone
+        halved twice per event whenever the event's later losses were reported more than
+        an sRTT after its first: a full queue's RTT (0.33 s) exceeds the sRTT, and a
+        response covers a probe interval (``cm-feedback``: 9 of 11 events of the flow
+        probing every 4 RTTs, 4 of 20 at two probes per RTT).
 
         ``sent_Bps`` and ``delivered_Bps`` as for :meth:`on_ack`. When the reported bytes
         left at about the current rate (``_dense``) and the path delivered them slower,
@@ -198,8 +212,12 @@ class AimdRate:
         if rtt_us is not None:
             self.rtt.sample(rtt_us)
         self.mark_feedback(now_us)
-        if self.last_decrease_us is not None and now_us - self.last_decrease_us < self.srtt_us:
-            return False
+        if self.last_decrease_us is not None:
+            if sent_from_us is not None:
+                if sent_from_us < self.last_decrease_us:
+                    return False
+            elif now_us - self.last_decrease_us < self.srtt_us:
+                return False
         self.losses += 1
         if (
             sent_Bps is not None

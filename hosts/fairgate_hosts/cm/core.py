@@ -388,7 +388,7 @@ class CongestionManager:
             sent = res.nsent * 1e6 / out
             delivered = res.nrecd * 1e6 / back
         if res.loss > self.cfg.loss_threshold:
-            mf.aimd.on_loss(now_us, rtt, sent, delivered)
+            mf.aimd.on_loss(now_us, rtt, sent, delivered, res.sent_from_us)
         else:
             mf.aimd.on_ack(res.nrecd, rtt, now_us, sent, delivered)
         mf.sent_since_feedback = 0

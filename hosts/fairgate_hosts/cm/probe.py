@@ -29,6 +29,9 @@ class ProbeResult:
     # probe's (the interval is then known at both ends).
     send_span_us: int | None = None
     recv_span_us: int | None = None
+    # When the first covered byte left: the time the probe before the covered ones
+    # (``lastprobe``) was sent; None when the sender no longer has it (the first response).
+    sent_from_us: int | None = None
 
 
 @dataclass(slots=True)
@@ -66,6 +69,7 @@ class ProbeBook:
         rtt_us = now_us - timesent
         send_span = recv_span = None
         prev = self.probes.get(lastprobe)
+        sent_from = prev[0] if prev is not None else None
         if lastprobe == self.last_answered and prev is not None and self.last_rtt_us is not None:
             send_span = timesent - prev[0]
             recv_span = send_span + rtt_us - self.last_rtt_us
@@ -80,4 +84,6 @@ class ProbeBook:
         self.last_answered = thisprobe
         self.last_rtt_us = rtt_us
         loss = 0.0 if nsent <= 0 else max(0.0, 1.0 - nrecd / nsent)
-        return ProbeResult(rtt_us, nsent, nrecd, loss, len(covered), send_span, recv_span)
+        return ProbeResult(
+            rtt_us, nsent, nrecd, loss, len(covered), send_span, recv_span, sent_from
+        )

@@ -299,18 +299,18 @@ def test_cm_probe_response_feeds_aimd() -> None:
     cm = CongestionManager(CMConfig(initial_rate_Bps=100_000))
     rx = ReceiverCore()
     f = cm.open("a", "10.0.0.2")
-    evs = cm.notify(f, 1000, 0)
+    evs = cm.notify(f, 972, 0)  # the receiver counts the payload after the header
     probe = next(e for e in evs if isinstance(e, SendProbe))
-    (resp,) = rx.on_datagram(probe.data, 10, ("10.0.0.2", 1))
-    rx.on_datagram(RateHeader(seq=0).pack() + bytes(972), 20, ("10.0.0.2", 2))
-    cm.notify(f, 1000, 30_000)
+    rx.on_datagram(RateHeader(seq=0).pack() + bytes(972), 5, ("10.0.0.2", 2))
+    (resp,) = rx.on_datagram(probe.data, 10, ("10.0.0.2", 1))  # all arrived: no loss
+    cm.notify(f, 1000, 30_000)  # lost
     evs = cm.tick(60_000)
     probe2 = next(e for e in evs if isinstance(e, SendProbe))
     cm.on_probe_response("10.0.0.2", resp.data, 30_000)
     assert cm.query(f)["srtt_us"] == 30_000
     (resp2,) = rx.on_datagram(probe2.data, 70_000, ("10.0.0.2", 1))
     before = cm.query(f)["aimd_rate_Bps"]
-    cm.on_probe_response("10.0.0.2", resp2.data, 90_000)  # 1000 sent, 972 received: loss
+    cm.on_probe_response("10.0.0.2", resp2.data, 90_000)  # 1000 sent, none received: loss
     assert cm.query(f)["aimd_rate_Bps"] == pytest.approx(before / 2)
     assert cm.on_probe_response("10.0.0.2", b"garbage", 0) == []
 
