@@ -363,22 +363,23 @@ class SessionController:
         connections (the rule as paper 000 states it: A <= F); noise: of F alone when A
         is the meter's own count, of F and A (two independent counts) for connections."""
         p = self._p
-        variance = 1.0 / max(r.completions, 1.0)
-        if r.connected_fps is None:
-            return p.feasibility_tolerance + p.noise_z * math.sqrt(variance)
-        variance += 1.0 / max(r.connections, 1.0)
-        return p.connection_tolerance + p.noise_z * math.sqrt(variance)
+        fixed = p.feasibility_tolerance if r.connected_fps is None else p.connection_tolerance
+        return fixed + self._ratio_noise(r)
 
     def _admit_tolerance(self, r: ProbeResult) -> float:
         """Strategy 2's tolerance on the admit rate's excess A / F - 1 of a probe
         (:meth:`_infeasibility`): ``admit_tolerance`` (admitted SYNs that are retries
         of SYNs the queue behind the gate dropped) plus ``noise_z`` standard deviations of
         the ratio's Poisson noise (F's count, and the connections' when they cap F)."""
-        p = self._p
+        return self._p.admit_tolerance + self._ratio_noise(r)
+
+    def _ratio_noise(self, r: ProbeResult) -> float:
+        """``noise_z`` standard deviations of a probe's A / F Poisson noise: F's count,
+        plus the connections' when they are measured (two independent counts)."""
         variance = 1.0 / max(r.completions, 1.0)
         if r.connected_fps is not None:
             variance += 1.0 / max(r.connections, 1.0)
-        return p.admit_tolerance + p.noise_z * math.sqrt(variance)
+        return self._p.noise_z * math.sqrt(variance)
 
     def _objective(self, r: ProbeResult) -> float:
         # completions above admissions drain flows admitted before this probe: the probe
@@ -561,10 +562,9 @@ class SessionController:
             # The first baseline ran on an empty network: its completions are those of no
             # gating before flows piled up (the gated port's FIN counter on the lab's BMv2
             # read 222/s over the first 6 s, 79/s at the confirmation), which a gate cannot
-            # beat. Measure no gating afresh, once,
-            # before giving up gating: a BMv2 run of strategy 1 stayed ungated for the whole
-            # run after such a confirmation (21.9 flows/s completed against 47.1 gated, run
-            # 20261128T104915Z-bmv2-file-0d20266).
+            # beat. Measure no gating afresh, once, before giving up gating: a BMv2 run of
+            # strategy 1 stayed ungated for the whole run after such a confirmation (21.9
+            # flows/s completed against 47.1 gated, run 20261128T104915Z-bmv2-file-0d20266).
             self._empty_baseline = False
             self._start(None)
             return
@@ -696,15 +696,14 @@ class SessionController:
         # tracked 117-138 flows/s, 2x the knee, 91 % of the best static gate: run
         # 20261128T075748Z-sim-paper-757fb98)
         if p.strategy == 1:
-            flat = False
-            diff = 1.0 if clearly_better(upper, lower, p.better_z) else -1.0
+            flat, up = False, clearly_better(upper, lower, p.better_z)
         else:
-            flat = band or abs(diff) <= p.accept_margin * scale
+            flat, up = band or abs(diff) <= p.accept_margin * scale, diff > 0
         if flat:  # flat within noise: hold
             t.step = max(t.step * 0.5, p.step_min)
             t.last_sign = 0.0
         else:
-            sign = 1.0 if diff > 0 else -1.0
+            sign = 1.0 if up else -1.0
             grow = 1.5 if sign == t.last_sign else 0.5
             # strategy 2 never leaps upwards: a leap past the knee admits faster than flows
             # complete for a whole pair before the projection pulls it back
