@@ -180,6 +180,7 @@ def _check_selectors(
                 raise _err(f"{where}: unknown variant {v!r} in versus{_near(v, variants)}")
         if e.versus is not None and not e.versus:
             raise _err(f"{where}: versus names the variants to compare with")
+    _check_feasible(exp, where, e)
     if e.metric == "ratio":
         _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
     elif e.of != "flow_rate" or (
@@ -191,6 +192,20 @@ def _check_selectors(
         )
     if e.metric == "queue" and e.target is None and "lestas" not in (e.algorithms or algos):
         raise _err(f"{where}: only lestas regulates the queue to q_ref (or give a target)")
+
+
+def _check_feasible(exp: ExperimentFile, where: str, e: Selector) -> None:
+    """``feasible`` filters completion_rate's ``versus`` by their static admit rates."""
+    if e.feasible is None:
+        return
+    if e.metric != "completion_rate" or not e.versus:
+        raise _err(f"{where}: feasible belongs to completion_rate with versus")
+    rates = {v.name: v.admit_rate for v in exp.variants}
+    for v in e.versus:
+        if rates.get(v) is None:
+            raise _err(
+                f"{where}: feasible compares static gates: versus variant {v!r} has no admit_rate"
+            )
 
 
 def _check_bounds(exp: ExperimentFile, where: str, e: Expect) -> None:

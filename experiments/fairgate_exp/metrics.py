@@ -346,17 +346,22 @@ def judge_versus(
         refs = {v: _tcp_value(e.metric, tcp[v]) for v in e.versus if v in tcp}
         if len(refs) < len(e.versus) or any(x is None for x in refs.values()):
             continue
-        pick = max if e.metric == "completion_rate" else min
-        best = pick(refs, key=lambda v: refs[v])  # type: ignore[arg-type,return-value]
-        ref = refs[best]
-        assert ref is not None
+        which = "best of " + ", ".join(e.versus) if len(e.versus) > 1 else e.versus[0]
+        if e.feasible is not None:
+            refs = feasible_refs(plan, refs, float(e.feasible))  # type: ignore[arg-type]
+            which += f" admitting <= {1.0 + float(e.feasible):g} x its completions"
+        ref: float | None = None
+        best = None
+        if refs:
+            pick = max if e.metric == "completion_rate" else min
+            best = pick(refs, key=lambda v: refs[v])  # type: ignore[arg-type,return-value]
+            ref = refs[best]
         judged = e.variants or [v.name for v in plan.variants if v.name not in e.versus]
         for name in judged:
             if name not in tcp:
                 continue
             got = _tcp_value(e.metric, tcp[name])
-            ratio = got / ref if got is not None and ref > 0 else None
-            which = "best of " + ", ".join(e.versus) if len(e.versus) > 1 else e.versus[0]
+            ratio = got / ref if got is not None and ref is not None and ref > 0 else None
             out.append(
                 Verdict(
                     i,
@@ -369,6 +374,21 @@ def judge_versus(
                     {"value": got, "reference": ref, "reference_variant": best},
                 )
             )
+    return out
+
+
+def feasible_refs(
+    plan: Plan, refs: dict[str, float | None], feasible: float
+) -> dict[str, float | None]:
+    """The static gates among ``refs`` (completion rates by variant) that admit no faster
+    than (1 + ``feasible``) x the flows they complete: paper 000's strategy 2 maximises the
+    completion rate under that constraint, so its best static is the best of these."""
+    rates = {v.name: v.admit_fps for v in plan.variants}
+    out: dict[str, float | None] = {}
+    for name, done in refs.items():
+        admit = rates.get(name)
+        if admit is not None and done is not None and admit <= (1.0 + feasible) * done:
+            out[name] = done
     return out
 
 

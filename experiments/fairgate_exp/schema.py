@@ -319,6 +319,12 @@ class Selector(Strict):
     # is judged against min/max (metrics.judge_versus)
     of: RatioOf = "flow_rate"
     versus: list[str] | None = None
+    # completion_rate with versus: compare only with the versus variants (static gates)
+    # whose admit rate is at most (1 + feasible) x their completion rate, the constraint
+    # paper 000's strategy 2 searches under ("maximizes the flow completion rate but does
+    # not exceed the completion rate"); the fraction covers SYNs admitted again after the
+    # queue behind the gate dropped them
+    feasible: Fraction | None = None
 
 
 class Expect(Selector):
