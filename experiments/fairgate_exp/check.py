@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from fairgate_exp import units
-from fairgate_exp.schema import Expect, ExperimentFile, Measured, Selector
+from fairgate_exp.schema import TCP_METRICS, Expect, ExperimentFile, Measured, Selector
 
 
 def _err(msg: str) -> Exception:
@@ -172,9 +172,9 @@ def _check_selectors(
     for v in e.variants or []:
         if v not in variants:
             raise _err(f"{where}: unknown variant {v!r}{_near(v, variants)}")
-    if e.metric in ("completion_rate", "fct", "settling") and not exp.tcp:
+    if e.metric in (*TCP_METRICS, "settling") and not exp.tcp:
         raise _err(f"{where}: there are no TCP flows to measure (add [[tcp]])")
-    if e.metric in ("completion_rate", "fct"):
+    if e.metric in TCP_METRICS:
         for v in e.versus or []:
             if v not in variants:
                 raise _err(f"{where}: unknown variant {v!r} in versus{_near(v, variants)}")
@@ -183,9 +183,7 @@ def _check_selectors(
     _check_feasible(exp, where, e)
     if e.metric == "ratio":
         _check_ratio(exp, where, e.of, e.flows, e.ports, e.versus, flows)
-    elif e.of != "flow_rate" or (
-        e.versus is not None and e.metric not in ("completion_rate", "fct")
-    ):
+    elif e.of != "flow_rate" or (e.versus is not None and e.metric not in TCP_METRICS):
         raise _err(
             f'{where}: of and versus belong to metric = "ratio" (versus also to '
             "completion_rate and fct: other variants)"
@@ -220,8 +218,10 @@ def _check_bounds(exp: ExperimentFile, where: str, e: Expect) -> None:
         raise _err(f"{where}: needs max (e.g. max = 0) or min")
     if e.metric == "flow_rate" and e.within is None:
         raise _err(f"{where}: needs flows, value and within")
-    if e.metric in ("completion_rate", "fct") and e.min is None and e.max is None:
-        raise _err(f"{where}: needs min or max (flows/s for completion_rate, s for fct)")
+    if e.metric in TCP_METRICS and e.min is None and e.max is None:
+        raise _err(
+            f"{where}: needs min or max (flows/s for completion_rate, s for fct and fct_arrived)"
+        )
     if e.metric == "settling":
         _check_settling(exp, where, e)
     if e.metric == "ratio" and e.min is None and e.max is None:

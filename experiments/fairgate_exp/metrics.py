@@ -10,7 +10,7 @@ from typing import Any
 from fairgate_exp import units
 from fairgate_exp.oracle import ack_frame_of, bottlenecks, maxmin_pps
 from fairgate_exp.plan import FlowPlan, Plan
-from fairgate_exp.schema import Expect
+from fairgate_exp.schema import TCP_METRICS, Expect
 from fairgate_hosts.traffic.records import FlowRecord, summarize
 
 
@@ -285,7 +285,7 @@ def judge(
             continue
         if e.metric == "settling":
             continue  # across variants: fairgate_exp.settling, once every variant ran
-        if e.metric in ("completion_rate", "fct"):
+        if e.metric in TCP_METRICS:
             if e.versus is not None:
                 continue  # against other variants: judge_versus, once they all ran
             out.append(_judge_tcp(plan, label or algo, i, e, tcp or {}))
@@ -318,10 +318,13 @@ def _tcp_window(plan: Plan, tcp: dict[str, Any]) -> tuple[float, float]:
 
 
 def _tcp_value(metric: str, tcp: dict[str, Any]) -> float | None:
-    """A variant's completion rate (flows/s) or mean FCT (s), all generators."""
+    """A variant's completion rate (flows/s), mean FCT (s) or mean FCT of the flows
+    arriving in the window (s), all generators."""
     s = tcp.get("all") or next(iter(tcp.values()), {})
     if metric == "completion_rate":
         return s.get("completion_rate_per_s")
+    if metric == "fct_arrived":
+        return (s.get("fct_arrived_s") or {}).get("mean")
     return (s.get("fct_s") or {}).get("mean")
 
 
@@ -339,7 +342,7 @@ def judge_versus(
     run (``--variant``) gets no verdict. ``entries`` as for ``judge``."""
     out = []
     for i, e in entries if entries is not None else enumerate(plan.file.expect):
-        if e.metric not in ("completion_rate", "fct") or e.versus is None:
+        if e.metric not in TCP_METRICS or e.versus is None:
             continue
         if e.algorithms is not None and algo not in e.algorithms:
             continue
@@ -393,7 +396,8 @@ def feasible_refs(
 
 
 def _judge_tcp(plan: Plan, label: str, i: int, e: Expect, tcp: dict[str, Any]) -> Verdict:
-    """completion_rate: completed flows/s (all generators); fct: their mean FCT (s)."""
+    """completion_rate: completed flows/s (all generators); fct: their mean FCT (s);
+    fct_arrived: the mean FCT of the flows that arrived in the window (s)."""
     s = tcp.get("all") or next(iter(tcp.values()), {})
     got = _tcp_value(e.metric, tcp)
     unit = "flows/s" if e.metric == "completion_rate" else "s"

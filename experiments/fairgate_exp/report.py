@@ -601,6 +601,10 @@ def _tcp_rows(
     figures = [
         ("completed flows/s (window)", lambda t: t.get("completion_rate_per_s")),
         ("mean FCT s (window)", lambda t: (t.get("fct_s") or {}).get("mean")),
+        (
+            "mean FCT s, flows arriving in the window",
+            lambda t: (t.get("fct_arrived_s") or {}).get("mean"),
+        ),
         ("mean goodput kbit/s (window)", lambda t: t.get("mean_goodput_kbps")),
         (
             "completed > 10 kB, % (window)",

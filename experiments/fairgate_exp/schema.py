@@ -285,12 +285,18 @@ Metric = Literal[
     "flow_rate",
     "completion_rate",
     "fct",
+    "fct_arrived",
     "goodput",
     "convergence",
     "flow_number",
     "ratio",
     "settling",
 ]
+
+#: the metrics judged on a variant's TCP summary (``versus``: over other variants): completed
+#: flows/s, the mean FCT of the flows completing in the window, and the mean FCT of the flows
+#: arriving in it (``fct_arrived_s``, hosts' ``traffic.records.summarize``)
+TCP_METRICS = ("completion_rate", "fct", "fct_arrived")
 
 #: what a ``ratio`` expectation divides: mean flow rates (packets/s) of ``flows`` over
 #: ``versus``, ports' loss rates (drops over arrivals) of ``ports`` over ``versus``, or CM

@@ -21,6 +21,9 @@ from typing import Any
 OUTCOMES = ("completed", "timeout", "refused", "reset", "error", "capped", "interrupted")
 PHASES = ("not_started", "connect", "send", "wait_eof", "done")
 SIZE_THRESHOLDS = (10_000, 100_000, 1_000_000)
+#: ``fct_arrived_s`` counts flows that arrived up to this long before the window's end (at
+#: most a quarter of the window), so that each had time to complete
+ARRIVED_MARGIN_S = 10.0
 
 
 @dataclass(slots=True)
@@ -200,6 +203,14 @@ def summarize(
     fcts = [r.fct_s for r in done if r.fct_s is not None]
     goodputs = [r.size * 8 / r.fct_s / 1000 for r in done if r.fct_s]
     transfers = [r.fct_s - r.connect_s for r in done if r.fct_s and r.connect_s is not None]
+    # flows that arrived in the window, up to a margin before its end (time to finish)
+    margin = min(ARRIVED_MARGIN_S, win.length / 4.0)
+    came = Window(win.start, win.end - margin)
+    came_done = [
+        r.fct_s
+        for r in records
+        if r.scheduled_s in came and r.outcome == "completed" and r.fct_s is not None
+    ]
     connected = [r for r in records if r.syn_retrans is not None]
     connects = [r.connect_s for r in connected if r.connect_s is not None]
     out: dict[str, Any] = {
@@ -217,6 +228,15 @@ def summarize(
             "p90": _quantile(fcts, 0.9),
             "p99": _quantile(fcts, 0.99),
             "max": max(fcts) if fcts else None,
+        },
+        # the flows that arrived in [window start, window end - margin) and completed: the
+        # FCT of the operating point, without flows admitted before the window (a search's
+        # first probes) that complete in it
+        "fct_arrived_s": {
+            "window_s": [came.start, came.end],
+            "arrived": sum(1 for r in records if r.scheduled_s in came),
+            "completed": len(came_done),
+            "mean": _mean(came_done),
         },
         # FCT once connected (fct_s - connect_s): what admission costs, SYN waits excluded
         "transfer_s": {"mean": _mean(transfers), "p50": _quantile(transfers, 0.5)},

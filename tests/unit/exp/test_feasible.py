@@ -94,3 +94,33 @@ def test_feasible_needs_static_gates_and_a_completion_rate(tmp_path: Path) -> No
     fct = GATES.replace('metric = "completion_rate"', 'metric = "fct"')
     with pytest.raises(ExperimentError, match="feasible belongs to completion_rate"):
         _load(tmp_path, fct)
+
+
+def test_fct_of_arriving_flows_against_another_variant(tmp_path: Path) -> None:
+    """fct_arrived judges the FCT of the flows arriving in the window, not of those that
+    complete in it (a search's early flows): strategy 2 against strategy 1."""
+    text = (
+        GATES.replace(
+            '{ name = "search", session = "strategy2" }',
+            '{ name = "s1", session = "strategy1" }, { name = "s2", session = "strategy2" }',
+        ).split("[[expect]]")[0]
+        + '[[expect]]\nmetric = "fct_arrived"\nvariants = ["s2"]\nversus = ["s1"]\nmax = 1.0\n'
+    )
+    plan = _load(tmp_path, text)
+
+    def tcp(window_fct: float, arrived_fct: float) -> dict[str, Any]:
+        return {
+            "small": {
+                "completion_rate_per_s": 40.0,
+                "window_s": [2.0, 12.0],
+                "fct_s": {"mean": window_fct},
+                "fct_arrived_s": {"mean": arrived_fct},
+            }
+        }
+
+    # s2 has the longer window FCT (early flows) and the shorter arrived FCT
+    (v,) = judge_versus(plan, "none", {"s1": tcp(3.0, 3.8), "s2": tcp(7.0, 2.9)}, lambda n: n)
+    assert v.metric == "fct_arrived" and v.passed is True
+    assert v.measured == pytest.approx(2.9 / 3.8, abs=1e-3)
+    (w,) = judge_versus(plan, "none", {"s1": tcp(7.0, 2.1), "s2": tcp(3.0, 2.8)}, lambda n: n)
+    assert w.passed is False and w.measured == pytest.approx(2.8 / 2.1, abs=1e-3)

@@ -87,6 +87,28 @@ def test_summary_window_end_and_validation() -> None:
     assert empty["fct_s"]["mean"] is None and empty["sizes_completed"]["count"] == 0
 
 
+def test_summary_fct_of_the_flows_arriving_in_the_window() -> None:
+    """fct_arrived_s: flows scheduled in [window start, end - margin) that completed,
+    wherever they ended; not flows that arrived before the window and ended in it."""
+    recs = [
+        done(0, 2.0, 60.0, 5_000),  # arrived before the window, ends in it: not counted
+        done(1, 40.0, 3.0, 5_000),  # arrived in it: counted
+        done(2, 80.0, 30.0, 5_000),  # arrived in it, ends after it: counted
+        done(3, 95.0, 1.0, 5_000),  # arrived in the last 10 s (the margin): not counted
+        FlowRecord(4, 50.0, 9_000, start_s=50.0, outcome="timeout", phase="send"),
+    ]
+    s = summarize(recs, duration_s=100.0, warmup_s=30.0)
+    a = s["fct_arrived_s"]
+    assert a["window_s"] == [30.0, 90.0]
+    assert a["arrived"] == 3 and a["completed"] == 2  # flows 1, 2 and the timeout
+    assert a["mean"] == pytest.approx((3.0 + 30.0) / 2)
+    assert s["fct_s"]["mean"] == pytest.approx((60.0 + 3.0 + 1.0) / 3)  # ends in window
+    # a short window keeps three quarters of itself
+    short = summarize(recs, duration_s=100.0, warmup_s=30.0, window_end_s=34.0)
+    assert short["fct_arrived_s"]["window_s"] == [30.0, 33.0]
+    assert short["fct_arrived_s"]["mean"] is None
+
+
 def test_record_format_round_trip(tmp_path: Path) -> None:
     sink = RecordSink(tmp_path / "r.jsonl")
     sink.header({"type": "run", "args": {}})
