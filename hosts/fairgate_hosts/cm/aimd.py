@@ -2,17 +2,19 @@
 
 The rate is kept as a TCP window would be: ``cwnd = rate x srtt``. Per acknowledged byte the
 window grows like TCP's (slow start: +1 byte per byte acked below ssthresh; congestion
-avoidance: +MSS x acked / cwnd), so the increase is never faster than TCP's. One feedback may
-acknowledge the bytes of several round trips at once (a probe response every few RTTs), sent
-at rates the window no longer has (aging halved it since), so two bounds keep one update
-from growing faster than TCP would over the same round trips:
+avoidance: +MSS x bytes / cwnd per ack), so the increase is never faster than TCP's. One
+feedback may acknowledge the bytes of several round trips at once (a probe response every
+few RTTs), sent at rates the window no longer has (aging halved it since), so one update is
+bounded to grow no faster than TCP would over the same bytes and round trips:
 
 - slow start stops at ssthresh within an update, the rest of the bytes count in congestion
   avoidance (TCP's slow start does this per ack);
-- congestion avoidance adds ``MSS x acked / cwnd`` up to one MSS per sRTT since the
-  previous feedback (a cap never below one MSS): TCP's +MSS per round trip. The formula
-  alone assumes the acked bytes left at the current window; after aging they left at a
-  many times larger one.
+- congestion avoidance applies TCP's per-ack rule once per segment acknowledged, each from
+  the window the segments before it left (``avoidance_growth``), as TCP's acks for those
+  segments would, not ``MSS x acked / cwnd`` in one step from the window before the
+  update, which gave an aged window of one MSS or less every acked byte;
+- and it adds at most one MSS per sRTT since the previous feedback (a cap never below one
+  MSS): TCP's +MSS per round trip.
 
 Feedback that says how fast its bytes left and arrived (probe responses, ``sent_Bps`` and
 ``delivered_Bps``) clocks the rate as TCP's acks clock its window: while the queue grows
@@ -44,6 +46,23 @@ from dataclasses import dataclass, field
 from fairgate_hosts.rtt import RttEstimator
 
 AGING_MODES = ("min_rtt", "srtt", "off")
+
+
+def avoidance_growth(cwnd: float, acked: float, mss: int, limit: float) -> float:
+    """Congestion avoidance's growth of a window ``cwnd`` (bytes) over ``acked`` bytes, at
+    most ``limit``: TCP's per-ack ``+MSS x bytes / cwnd`` (the window floored at one MSS)
+    applied once per segment acknowledged, each from the window the segments before it left,
+    as TCP's acks for those segments would. Feedback for one segment (TCP/CM's acks) grows
+    as before; applied in one step from the window before the update, the rule gave every
+    byte of a probe response to a window of one MSS or less: acknowledging 10 MSS after
+    aging took such a window to 11 MSS, where 10 acks take it to 4.8."""
+    m = float(mss)
+    c, left = cwnd, acked
+    while left > 0 and c - cwnd < limit:
+        piece = min(m, left)
+        c += m * piece / max(c, m)
+        left -= piece
+    return min(c - cwnd, limit)
 
 
 @dataclass(slots=True)
@@ -179,7 +198,7 @@ class AimdRate:
             rounds = 1.0
             if previous_us is not None:
                 rounds = max(1.0, (now_us - previous_us) / self.srtt_us)
-            cwnd += min(self.mss * acked / max(cwnd, float(self.mss)), self.mss * rounds)
+            cwnd += avoidance_growth(cwnd, acked, self.mss, self.mss * rounds)
         self.rate_Bps = cwnd / srtt_s if cap is None else min(cwnd / srtt_s, cap)
         self._clamp()
 

@@ -119,8 +119,9 @@ def test_fig4_feedback_twice_per_rtt_loses_less(tmp_path: Path) -> None:
 
 def test_fig6_aging_acts_and_is_judged_per_cm_flow(tmp_path: Path) -> None:
     """Each pair is judged on its CM flows' own loss (of = "cm_loss"). Not asserted: the
-    paper's claim, which the simulator does not show in these settings (docs/labs/
-    cm-droptail.md). Asserted: what the settings are for. With probes every 4 RTTs the
+    paper's claim, which 80 s cannot judge (a few packets per flow) and which the
+    simulator shows only beside NewReno at 0.25 probes per RTT, pooled over seeds
+    (docs/labs/cm-droptail.md). Asserted: what the settings are for. With probes every 4 RTTs the
     CM runs open-loop and ages hundreds of times, the minimum RTT's shorter half-life
     more often; at two probes per RTT aging acts only now and then."""
     s = run_short(tmp_path, "cm-aging", "80s", "40s")
@@ -130,14 +131,22 @@ def test_fig6_aging_acts_and_is_judged_per_cm_flow(tmp_path: Path) -> None:
     for a, b in (("minrtt1", "meanrtt2"), ("minrtt5", "meanrtt6")):
         assert f[a]["agings"] > f[b]["agings"] > 100, (a, b)
     assert max(f["minrtt3"]["agings"], f["meanrtt4"]["agings"]) < 0.1 * f["minrtt1"]["agings"]
-    # a response after aging grows the rate as TCP would over the round trips it covers:
-    # beside the on/off CBR the CM's rate stays under its 1 Mbit/s port (it jumped to
-    # 3.3 Mbit/s when a response's bytes were all added to the aged window)
+    # a response after aging grows the rate as TCP's acks for its segments would: beside
+    # the on/off CBR the CM's rate stays under the 400 kbit/s the CBR leaves (it jumped to
+    # 3.3 Mbit/s when a response's bytes were all added to the aged window, and to 953
+    # kbit/s while congestion avoidance gave an aged window of one MSS every acked byte);
+    # beside NewReno under a fifth of the port (measured 161 and 177 kbit/s; 246 and 393
+    # with that one-step rule)
     with (tmp_path / "cm-aging" / s["run_id"] / "traces.csv").open() as fh:
         rows = [r for r in csv.DictReader(fh) if r["cm_rate_kbps"] and float(r["t"]) >= 10]
-    for name in ("minrtt5-0", "meanrtt6-0"):
+    for name, bound in (
+        ("minrtt5-0", 400),
+        ("meanrtt6-0", 400),
+        ("minrtt1-0", 200),
+        ("meanrtt2-0", 200),
+    ):
         rates = [float(r["cm_rate_kbps"]) for r in rows if r["flow"] == name]
-        assert rates and max(rates) < 1000, (name, max(rates))
+        assert rates and max(rates) < bound, (name, max(rates))
 
 
 def test_fig7_weights_respected(tmp_path: Path) -> None:
