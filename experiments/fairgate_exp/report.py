@@ -10,6 +10,7 @@ Nothing in the document is typed by hand except the prose of ``HEADER``.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -145,6 +146,17 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
     return str(v)
+
+
+def _verdict_value(v: dict[str, Any]) -> str:
+    """A verdict's measured value as its cell shows it: three significant digits, more when
+    those print one of the verdict's own bounds (a FAIL at 0.8005 against "<= 0.8" would
+    read "FAIL 0.8")."""
+    shown = _fmt(v.get("measured"))
+    bounds = re.findall(r"[<>]= (\S+)", str(v.get("expected", "")))
+    if isinstance(v.get("measured"), float) and shown in bounds:
+        return f"{v['measured']:.6g}"
+    return shown
 
 
 def _rel(path: Path) -> str:
@@ -314,7 +326,7 @@ def _sweep_cell(row: dict[str, Any]) -> str:
     pass|**FAIL** <value>`` for a verdict."""
     if row.get("measure") is not None:
         return f"{row['metric']} {_fmt(row['measured'])}"
-    return f"{row['metric']} {'pass' if row['passed'] else '**FAIL**'} {_fmt(row['measured'])}"
+    return f"{row['metric']} {'pass' if row['passed'] else '**FAIL**'} {_verdict_value(row)}"
 
 
 def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
@@ -389,7 +401,7 @@ def _records(by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
                 cells.append("-")
                 continue
             want = v["expected"]
-            cell = f"{'pass' if v['passed'] else '**FAIL**'} {_fmt(v['measured'])}"
+            cell = f"{'pass' if v['passed'] else '**FAIL**'} {_verdict_value(v)}"
             if v["metric"] == "settling":  # the settle time beside the reference it met
                 d = v.get("detail") or {}
                 got = "never" if v["measured"] is None else f"{_fmt(v['measured'])} s"

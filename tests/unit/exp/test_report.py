@@ -428,3 +428,31 @@ def test_report_fills_measured_values_of_variants_from_older_records(tmp_path: P
     by = {m["algo"]: m["measured"] for m in merged["measured"]}
     assert by == {"search": 18.0, "static": 18.0}  # search from the newest, static older
     assert len(merged["_dirs"]) == 2
+
+
+def test_report_shows_a_verdict_that_rounds_onto_its_bound_in_full(tmp_path: Path) -> None:
+    """Three significant digits print 0.8005 as 0.8: against "<= 0.8" the cell would read
+    "FAIL 0.8", so a value that prints as one of its own bounds is shown in full."""
+    exps, results, doc = tmp_path / "experiments", tmp_path / "results", tmp_path / "results.md"
+    exps.mkdir()
+    (exps / "demo.toml").write_text('[experiment]\ntitle = "Demo"\n')
+    _record(results, "20260101T000000Z-sim-lab-aaaaaaa", 50.0)
+    summary_path = results / "demo" / "20260101T000000Z-sim-lab-aaaaaaa" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    base = summary["verdicts"][0]
+    summary["verdicts"] = [
+        dict(base, metric="ratio", expected="<= 0.8 (cm_loss)", passed=False, measured=0.8005),
+        dict(
+            base,
+            expect=1,
+            metric="ratio",
+            expected="<= 0.8 (cm_loss)",
+            passed=True,
+            measured=0.7712,
+        ),
+    ]
+    summary_path.write_text(json.dumps(summary))
+    update(doc, results, exps)
+    text = doc.read_text()
+    assert "**FAIL** 0.8005" in text
+    assert "| pass 0.771 |" in text  # no bound printed: three digits as before
