@@ -1,5 +1,6 @@
 """Mean FCT of the flows that arrived in a run's measurement window (and at least
-``--margin`` seconds before its end), per variant, from a run folder's tcp.csv: the
+``--margin`` seconds, at most a quarter of the window, before its end), per variant, from
+a run folder's tcp.csv (records written before summaries carried ``fct_arrived_s``): the
 steady-state FCT of an operating point, without the flows admitted earlier (during a
 search) that complete in the window.
 
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from fairgate_exp.records import read_tcp_run
+from fairgate_hosts.traffic.records import FlowRecord, Window, arrived_fct
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,18 +34,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"session_fct_arrived: no variant {v!r} in {args.run_dir}", file=sys.stderr)
             return 2
         for gen, u in res["tcp"].items():
-            lo, hi = u["window_s"]
-            hi -= args.margin
-            arrived = [
-                r
+            recs = [
+                FlowRecord(
+                    int(r["flow"]),
+                    float(r["scheduled_s"]),
+                    int(r["size"]),
+                    outcome=r["outcome"],
+                    fct_s=float(r["fct_s"]) if r["fct_s"] else None,
+                )
                 for r in by_algo.get(v, [])
-                if r["generator"] == gen and lo <= float(r["scheduled_s"]) < hi
+                if r["generator"] == gen
             ]
-            done = [float(r["fct_s"]) for r in arrived if r["outcome"] == "completed"]
-            mean = sum(done) / len(done) if done else float("nan")
+            a = arrived_fct(recs, Window(*u["window_s"]), args.margin)
+            lo, hi = a["window_s"]
+            mean = float("nan") if a["mean"] is None else a["mean"]
             print(
-                f"{v} {gen}: arrived in [{lo:g}, {hi:g}) s: {len(arrived)}, completed "
-                f"{len(done)}, mean FCT {mean:.2f} s"
+                f"{v} {gen}: arrived in [{lo:g}, {hi:g}) s: {a['arrived']}, completed "
+                f"{a['completed']}, mean FCT {mean:.2f} s"
             )
     return 0
 

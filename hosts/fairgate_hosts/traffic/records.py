@@ -172,6 +172,23 @@ class Window:
         return isinstance(t, int | float) and self.start <= t < self.end
 
 
+def arrived_fct(
+    records: Sequence[FlowRecord], win: Window, margin_s: float = ARRIVED_MARGIN_S
+) -> dict[str, Any]:
+    """The flows scheduled in [window start, window end - margin) (the margin at most a
+    quarter of the window, so that each had time to finish): how many, how many completed
+    (wherever they ended) and their mean FCT."""
+    came = Window(win.start, win.end - min(margin_s, win.length / 4.0))
+    arrived = [r for r in records if r.scheduled_s in came]
+    done = [r.fct_s for r in arrived if r.outcome == "completed" and r.fct_s is not None]
+    return {
+        "window_s": [came.start, came.end],
+        "arrived": len(arrived),
+        "completed": len(done),
+        "mean": _mean(done),
+    }
+
+
 def summarize(
     records: Sequence[FlowRecord],
     duration_s: float,
@@ -203,14 +220,6 @@ def summarize(
     fcts = [r.fct_s for r in done if r.fct_s is not None]
     goodputs = [r.size * 8 / r.fct_s / 1000 for r in done if r.fct_s]
     transfers = [r.fct_s - r.connect_s for r in done if r.fct_s and r.connect_s is not None]
-    # flows that arrived in the window, up to a margin before its end (time to finish)
-    margin = min(ARRIVED_MARGIN_S, win.length / 4.0)
-    came = Window(win.start, win.end - margin)
-    came_done = [
-        r.fct_s
-        for r in records
-        if r.scheduled_s in came and r.outcome == "completed" and r.fct_s is not None
-    ]
     connected = [r for r in records if r.syn_retrans is not None]
     connects = [r.connect_s for r in connected if r.connect_s is not None]
     out: dict[str, Any] = {
@@ -232,12 +241,7 @@ def summarize(
         # the flows that arrived in [window start, window end - margin) and completed: the
         # FCT of the operating point, without flows admitted before the window (a search's
         # first probes) that complete in it
-        "fct_arrived_s": {
-            "window_s": [came.start, came.end],
-            "arrived": sum(1 for r in records if r.scheduled_s in came),
-            "completed": len(came_done),
-            "mean": _mean(came_done),
-        },
+        "fct_arrived_s": arrived_fct(records, win),
         # FCT once connected (fct_s - connect_s): what admission costs, SYN waits excluded
         "transfer_s": {"mean": _mean(transfers), "p50": _quantile(transfers, 0.5)},
         "mean_goodput_kbps": _mean(goodputs),
