@@ -65,7 +65,7 @@ from fairgate_controller.telemetry import (
 )
 from fairgate_controller.thrift_cli import QueueSetting, SwitchCliError
 from fairgate_controller.topology import PortSpec, SwitchSpec, Topology
-from fairgate_controller.wire import CounterReader, UpdateEncoder
+from fairgate_controller.wire import ChannelClosedError, CounterReader, UpdateEncoder
 from fairgate_controller.xcp_ports import XcpPorts
 from fairgate_p4 import generated as g
 from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
@@ -263,6 +263,11 @@ class SwitchAgent:
                     await self.step(sw)
                 if self.queues_pending:
                     await self.restore_queues()
+            except ChannelClosedError:
+                # the switch went down mid-period (restart): finsy cancels this loop and
+                # runs it again when the switch is back, reading it before writing
+                LOG.info("%s: channel closed mid-period (switch down?)", self.spec.name)
+                return
             except fy.P4ClientError as exc:
                 # Keep controlling: log what the switch refused, then reconcile the
                 # tables again next period (someone may have changed them) and

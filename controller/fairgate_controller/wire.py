@@ -36,6 +36,12 @@ WILDCARD_BELOW = 0.5
 """A counter is read cell by cell when the agent needs at most this share of its cells."""
 
 
+class ChannelClosedError(ConnectionError):
+    """The switch's P4Runtime channel closed (the switch went down) while the agent's loop
+    was still running: finsy cancels the loop soon after and runs it again once the switch
+    is back, so this ends the loop quietly, not a request the switch refused."""
+
+
 class CounterReader:
     """One ReadRequest for `counters` of a switch; `cells` names, per counter, the
     indices the agent needs (a counter not in it is read whole)."""
@@ -95,8 +101,11 @@ class CounterReader:
 
     async def read(self, client: Any) -> Snapshot:
         """One Read RPC on finsy's client's channel (``fy.Switch._p4client``), the
-        request serialized once (``prepare``); errors are finsy's ``P4ClientError``."""
+        request serialized once (``prepare``); errors are finsy's ``P4ClientError``, and
+        :class:`ChannelClosedError` once the switch has gone down."""
         channel = client.channel
+        if channel is None:
+            raise ChannelClosedError("the P4Runtime channel is closed (switch down?)")
         if not self._wire:
             self.prepare(client)
         if self._call is None or self._call[0] is not channel:

@@ -16,6 +16,7 @@ from fairgate_controller.agent import ControlConfig, SwitchAgent
 from fairgate_controller.records import Recorder
 from fairgate_controller.telemetry import queue_buckets, uniform_queue_buckets
 from fairgate_controller.topology import Topology, parse
+from fairgate_controller.wire import ChannelClosedError
 from fairgate_p4 import artifacts
 from fairgate_p4 import generated as g
 from fairgate_p4.header import Bps_to_kbps
@@ -487,3 +488,28 @@ def test_fixed_period_serves_every_port_together() -> None:
     assert agent.next_wakeup(100.0) == pytest.approx(100.2)
     writes, _ = agent.tick({}, 100.2)
     assert len(writes) == 3 and agent.periods == 1
+
+
+def test_a_channel_closed_mid_period_ends_the_loop_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A switch restart closes the channel while the loop may be reading: the loop ends
+    (finsy runs it again once the switch is back) and logs why, with no traceback and no
+    error counted."""
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), time.monotonic, period_s=0.05)
+
+            async def down(_sw: fy.Switch) -> None:
+                raise ChannelClosedError("the P4Runtime channel is closed (switch down?)")
+
+            agent.step = down  # type: ignore[method-assign]
+            await asyncio.wait_for(agent.ready(sw), 5)  # returns after the install
+            assert agent.errors == 0
+
+    with caplog.at_level("INFO", logger="fairgate.controller"):
+        run(scenario())
+    assert "s1: channel closed mid-period (switch down?)" in caplog.text
+    assert "Traceback" not in caplog.text

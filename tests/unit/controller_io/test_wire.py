@@ -28,7 +28,7 @@ from fairgate_controller.telemetry import (
     xcp_sums,
 )
 from fairgate_controller.topology import parse
-from fairgate_controller.wire import CounterReader, UpdateEncoder
+from fairgate_controller.wire import ChannelClosedError, CounterReader, UpdateEncoder
 from fairgate_p4 import artifacts
 from fairgate_p4 import generated as g
 from fairgate_p4.xcp_math import RatioBuckets
@@ -217,5 +217,26 @@ def test_a_failed_read_is_finsy_s_client_error() -> None:
             fake.schema = None  # the server fails every Read from now on
             with pytest.raises(fy.P4ClientError):
                 await agent.read_snapshot(sw)
+
+    run(scenario())
+
+
+def test_a_read_after_the_switch_went_down_is_channel_closed() -> None:
+    """finsy drops its client's channel when the switch goes down, before it cancels the
+    agent's loop: a read in between says so (the loop ends quietly), instead of failing on
+    the missing channel with an AttributeError."""
+
+    class Down:
+        channel = None
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(parse(dumbbell()), Clock())
+            await agent.read_snapshot(sw)
+            wire = agent._wire(sw)
+            assert wire is not None
+            with pytest.raises(ChannelClosedError, match="switch down"):
+                await wire[0].read(Down())
 
     run(scenario())
