@@ -193,11 +193,14 @@ def _check_selectors(
 
 
 def _check_feasible(exp: ExperimentFile, where: str, e: Selector) -> None:
-    """``feasible`` filters completion_rate's ``versus`` by their static admit rates."""
+    """``feasible`` filters completion_rate's ``versus`` (or settling's static gates) by
+    their static admit rates."""
     if e.feasible is None:
         return
+    if e.metric == "settling":
+        return  # its references are the file's static gates (checked with settling)
     if e.metric != "completion_rate" or not e.versus:
-        raise _err(f"{where}: feasible belongs to completion_rate with versus")
+        raise _err(f"{where}: feasible belongs to completion_rate with versus, or to settling")
     rates = {v.name: v.admit_rate for v in exp.variants}
     for v in e.versus:
         if rates.get(v) is None:

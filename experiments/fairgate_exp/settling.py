@@ -13,6 +13,8 @@ variants' summaries:
   ``settling`` expectation;
 - the reference B: the best static gate (a variant with ``admit_rate``) of the phase, its
   mean completion rate over the phase after ``STEADY_S`` (its own transient left out);
+  with ``feasible``, the best of the gates admitting at most (1 + feasible) x that rate
+  (none: FAIL with no value);
 - the settle time T: seconds after the phase's start from which every ``SPAN_S`` moving
   mean of ``BIN_S`` bins up to the phase's end completes at least (1 - within) x B; PASS
   when T <= ``max``.
@@ -119,17 +121,30 @@ def judge_settling(
             )
         ]
         ref_name, ref = None, None
+        measured = False  # a static gate had completions in the phase
         for a, r in statics.items():
             win = r["windows"].get(e.phase, {}).get("window_s")
             if not win:
                 continue
             lo, hi = win[0], min(win[1], r["completions"]["end_s"])
             got = mean_rate(r["completions"]["counts"], lo + min(STEADY_S, (hi - lo) / 2), hi)
-            if got is not None and (ref is None or got > ref):
+            if got is None:
+                continue
+            measured = True
+            if e.feasible is not None and not _feasible(r, got, float(e.feasible)):
+                continue
+            if ref is None or got > ref:
                 ref_name, ref = a, got
-        if ref is None:
+        if not measured:
             continue
         within = float(e.within if e.within is not None else 0.1)
+        which = f" to >= {1 - within:.0%} of the best static gate"
+        if e.feasible is not None:
+            which += f" admitting <= {1.0 + float(e.feasible):g} x its completions"
+        expected = (f"<= {e.max:g} s" if e.max is not None else "settles") + which
+        if ref is None:  # no gate obeys the bound: nothing to reach
+            out.extend(_unjudged(i, e.phase, results, names, expected))
+            continue
         floor = (1 - within) * ref
         for a in names:
             r = results[a]
@@ -148,8 +163,7 @@ def judge_settling(
                     (float(lo), float(hi)),
                     t is not None and (e.max is None or t <= e.max),
                     t,
-                    (f"<= {e.max:g} s" if e.max is not None else "settles")
-                    + f" to >= {1 - within:.0%} of the best static gate",
+                    expected,
                     {
                         "reference": ref_name,
                         "reference_fps": round(ref, 2),
@@ -170,6 +184,27 @@ def judge_settling(
                     },
                 )
             )
+    return out
+
+
+def _feasible(res: dict[str, Any], completed: float, feasible: float) -> bool:
+    """Whether a static gate admits at most (1 + ``feasible``) x the flows it completes in
+    the phase (its mean from ``STEADY_S``): paper 000's strategy 2 searches under that
+    bound, so the best gate obeying it is strategy 2's reference (``feasible``)."""
+    admit = (res.get("variant") or {}).get("admit_fps")
+    return admit is not None and admit <= (1.0 + feasible) * completed
+
+
+def _unjudged(
+    i: int, phase: str, results: dict[str, dict[str, Any]], names: list[str], expected: str
+) -> list[Verdict]:
+    """FAIL verdicts with no value for ``names``: no reference gate in ``phase``."""
+    out: list[Verdict] = []
+    for a in names:
+        win = results[a]["windows"].get(phase, {}).get("window_s")
+        if win:
+            window = (float(win[0]), float(win[1]))
+            out.append(Verdict(i, "settling", a, window, False, None, expected, {}))
     return out
 
 

@@ -4,6 +4,7 @@ phase's best static gate, judged across variants by the driver and again by the 
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,26 @@ def test_judge_settling_fails_a_search_that_never_settles_and_needs_a_static() -
     assert not any(v.passed for v in verdicts)
     del res["static-low"], res["static-high"]
     assert judge_settling(_expects(), res) == []  # no reference: no verdict
+
+
+def test_judge_settling_feasible_takes_the_best_gate_within_its_admit_bound() -> None:
+    # static-burst completes the most in phase b (70/s) but admits 150/s, 2.1 x that:
+    # strategy 2's bound (admit <= 1.2 x completed) leaves static-low (50 of 50/s)
+    res = _results()
+    res["static-burst"] = _variant("static-burst", [0] * 100 + [70] * 100, admit=150.0)
+    e = Expect(metric="settling", phase="b", within="10%", max=45.0)
+    (plain,) = judge_settling([(0, e)], res)
+    assert plain.detail["reference"] == "static-burst" and plain.measured is None
+    feasible = e.model_copy(update={"feasible": Fraction(1, 5)})
+    (v,) = judge_settling([(0, feasible)], res)
+    assert v.detail["reference"] == "static-low" and v.detail["reference_fps"] == 50.0
+    assert v.measured == 40.0 and v.passed  # 55 >= 45 from 40 s on
+    assert v.expected.endswith("admitting <= 1.2 x its completions")
+    # no gate obeys the bound: FAIL with no value (not silently no verdict)
+    for name in ("static-low", "static-high"):
+        res[name]["variant"]["admit_fps"] = 500.0
+    (none,) = judge_settling([(0, feasible)], res)
+    assert none.measured is None and not none.passed and none.algo == "search"
 
 
 def test_judge_settling_judges_the_named_variants() -> None:
