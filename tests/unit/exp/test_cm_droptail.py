@@ -118,33 +118,39 @@ def test_fig4_feedback_twice_per_rtt_loses_less(tmp_path: Path) -> None:
 
 
 def test_fig6_aging_acts_and_is_judged_per_cm_flow(tmp_path: Path) -> None:
-    """Each pair is judged on its CM flows' own loss (of = "cm_loss"). Not asserted: the
-    paper's claim, which 80 s cannot judge (a few packets per flow) and which the
-    simulator shows only beside NewReno at 0.25 probes per RTT, pooled over seeds
-    (docs/labs/cm-droptail.md). Asserted: what the settings are for. With probes every 4 RTTs the
-    CM runs open-loop and ages hundreds of times, the minimum RTT's shorter half-life
-    more often; at two probes per RTT aging acts only now and then."""
+    """Each setting is judged on its CM flows' own loss (of = "cm_loss"), two pairs pooled.
+    Not asserted: the paper's claim, which 80 s cannot judge (a few packets per flow) and
+    which the simulator does not show robustly (docs/labs/cm-droptail.md, "Fig. 6 where
+    aging acts"). Asserted: what the settings are for, the claim's mechanism acting in
+    each. With probes every 4 RTTs (beside NewReno, beside the CBR at the port's rate) the
+    CM runs open-loop and ages hundreds of times, the minimum RTT's shorter half-life more
+    often (the queue inflates the sRTT); at two probes per RTT beside that CBR it ages
+    only when probes are lost in the full queue, still dozens of times and, again, more
+    often with the minimum RTT."""
     s = run_short(tmp_path, "cm-aging", "80s", "40s")
     assert [v["measured"] is not None for v in s["verdicts"]] == [True] * 3
+    for v, k in zip(s["verdicts"], (1, 5, 9), strict=True):  # two pairs pooled in each
+        pooled = {f"minrtt{k}", f"meanrtt{k + 1}", f"minrtt{k + 2}", f"meanrtt{k + 3}"}
+        assert pooled <= set(v["detail"]), v["detail"]
     f = cm_facts(s)
+    assert len(f) == 12
     assert all(f[n]["probed_bytes"] > 0 and f[n]["probe_lost_bytes"] > 0 for n in f)
-    for a, b in (("minrtt1", "meanrtt2"), ("minrtt5", "meanrtt6")):
-        assert f[a]["agings"] > f[b]["agings"] > 100, (a, b)
-    assert max(f["minrtt3"]["agings"], f["meanrtt4"]["agings"]) < 0.1 * f["minrtt1"]["agings"]
+    for i in range(1, 12, 2):
+        a, b = f"minrtt{i}", f"meanrtt{i + 1}"
+        floor = 100 if i < 9 else 20
+        assert f[a]["agings"] > f[b]["agings"] > floor, (a, b, f[a]["agings"], f[b]["agings"])
+    for i in range(9, 13):  # two probes per RTT: many more probes than every 4 RTTs
+        n = f"minrtt{i}" if i % 2 else f"meanrtt{i}"
+        assert f[n]["probes_sent"] > 5 * f["minrtt1"]["probes_sent"], n
     # a response after aging grows the rate as TCP's acks for its segments would: beside
-    # the on/off CBR the CM's rate stays under the 400 kbit/s the CBR leaves (it jumped to
-    # 3.3 Mbit/s when a response's bytes were all added to the aged window, and to 953
-    # kbit/s while congestion avoidance gave an aged window of one MSS every acked byte);
-    # beside NewReno under a fifth of the port (measured 161 and 177 kbit/s; 246 and 393
-    # with that one-step rule)
+    # NewReno the aged CM stays under a fifth of the port (measured 161-190 kbit/s; 246
+    # and 393 when one response gave an aged window of one MSS every acked byte), beside
+    # the CBR at 0.25 probes per RTT under half of it (measured 327-334 kbit/s)
     with (tmp_path / "cm-aging" / s["run_id"] / "traces.csv").open() as fh:
         rows = [r for r in csv.DictReader(fh) if r["cm_rate_kbps"] and float(r["t"]) >= 10]
-    for name, bound in (
-        ("minrtt5-0", 400),
-        ("meanrtt6-0", 400),
-        ("minrtt1-0", 200),
-        ("meanrtt2-0", 200),
-    ):
+    for i in range(1, 9):
+        bound = 200 if i <= 4 else 500
+        name = f"{'minrtt' if i % 2 else 'meanrtt'}{i}-0"
         rates = [float(r["cm_rate_kbps"]) for r in rows if r["flow"] == name]
         assert rates and max(rates) < bound, (name, max(rates))
 
