@@ -274,6 +274,7 @@ class TcpFlow:
         self._timing: tuple[int, float] | None = None  # (segment index, sent at)
         self._resent: set[int] = set()  # unacked segments sent more than once
         self._tsecr: float | None = None  # the echo on the ack being processed
+        self.rtt_sample_us: int | None = None  # the RTT sample the latest new ack gave
         self._syn_at = 0.0
         self.rcv_wscale = wscale_for(c.rwnd_bytes) if c.wscale is None else c.wscale
         self.snd_wscale = 0  # the peer's shift (both SYNs carried the option)
@@ -654,13 +655,17 @@ class TcpFlow:
         covers_timed = timing is not None and a > timing[0]
         if covers_timed:
             self._timing = None
+        sample = None
         if self._resent and min(self._resent) < a:
             self._resent = {i for i in self._resent if i >= a}
             tsecr = self._tsecr
             if tsecr is not None:
-                self.rtt.sample(round((self.clock.now - tsecr) * 1e6))
+                sample = round((self.clock.now - tsecr) * 1e6)
         elif covers_timed and timing is not None:
-            self.rtt.sample(round((self.clock.now - timing[1]) * 1e6))
+            sample = round((self.clock.now - timing[1]) * 1e6)
+        if sample is not None:
+            self.rtt.sample(sample)
+        self.rtt_sample_us = sample
 
     def _acked_index(self, ack: int) -> int:
         if ack > self.size:

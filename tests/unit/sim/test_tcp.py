@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from fairgate_hosts.rtt import RttEstimator
 from fairgate_p4 import generated as g
 from fairgate_sim.engine import Clock
 from fairgate_sim.network import Network
@@ -848,6 +849,7 @@ class _Grants:
         self.clock, self.every_s = clock, every_s
         self.losses = 0
         self.sent = 0
+        self.rtts: list[tuple[float, int]] = []  # (when, the RTT sample given to the CM)
 
     def tcp_request(self, flow: CmTcpFlow, nbytes: int) -> None:
         self._tick(flow)
@@ -864,6 +866,8 @@ class _Grants:
         self, flow: CmTcpFlow, nrecd: int, loss: bool, rtt_us: int | None, persistent: bool
     ) -> None:
         self.losses += loss
+        if rtt_us is not None:
+            self.rtts.append((self.clock.now, rtt_us))
 
 
 @pytest.mark.parametrize("sack", [True, False])
@@ -890,6 +894,43 @@ def test_tcp_cm_resends_sack_holes_on_the_next_grants(sack: bool) -> None:
         assert b - a == pytest.approx(4 * 0.002, abs=1e-4)
     else:
         assert b - a == pytest.approx(RTT, abs=0.003)
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_tcp_cm_gives_the_cm_every_rtt_sample_tcp_takes(sack: bool) -> None:
+    """TCP/CM's ``cm_update`` carries the RTT sample its TCP took from the ack: the timed
+    segment's (one per flight, Karn's rule) and, with timestamps (Linux's default), the
+    echo's on an ack of retransmitted data (tcp_ack_update_rtt). The resend of a loss
+    episode waited in the queue that overflowed, so those echoes are the episode's long
+    RTTs; the CM got only the timed segments' samples before, and its sRTT ran below
+    TCP's (its increase, MSS per sRTT per sRTT, steeper). The hosts' TCP/CM reports the
+    kernel's sRTT, which has every sample."""
+    net = _net()
+    cfg = TcpConfig(sack=sack)
+    TcpServer(net.clock, net.hosts["s"])
+    flow = CmTcpFlow(net.clock, net.hosts["c"], net.ip("s"), 300 * cfg.mss, cfg)
+    cm = _Grants(net.clock, 0.002)
+    flow.cm = cm
+    taken: list[tuple[float, int]] = []
+
+    class Recorded(RttEstimator):
+        def sample(self, rtt_us: int) -> None:
+            taken.append((net.clock.now, rtt_us))
+            super().sample(rtt_us)
+
+    r = flow.rtt
+    flow.rtt = Recorded(
+        min_rto_us=r.min_rto_us, max_rto_us=r.max_rto_us, initial_rto_us=r.initial_rto_us
+    )
+    flow.start()
+    copies = _drop_first_copies(net, {100}, cfg.mss)
+    net.run(10.0)
+    assert flow.outcome == "completed" and flow.retransmits == 1
+    ((resent,),) = copies.values()
+    after = [r for t, r in taken if t > resent]
+    assert after and after[0] > RTT * 1e6  # the echo of the first copy: RTT + the wait
+    assert taken[0][0] == pytest.approx(flow.connect_s)  # the SYN-ACK's, before any data
+    assert cm.rtts == taken[1:]
 
 
 @pytest.mark.parametrize("sack", [True, False])
