@@ -59,6 +59,11 @@ class CmTcpFlow(TcpFlow):
     rtx: list[int] = field(default_factory=list)  # resends loss recovery asked for
     _sending: bool = False
 
+    def _psh(self, i: int) -> bool:
+        """Every data segment carries PSH: each grant is its own write of at most one MSS
+        with TCP_NODELAY (``apps/tcpcm.py``), and Linux ends a write with PSH."""
+        return i < self.nseg
+
     def _seg_len(self, i: int) -> int:
         if i >= self.nseg:
             return 0  # the FIN
