@@ -52,6 +52,9 @@ class Packet:
     # blocks, byte ranges [start, end), the most recent first (None: no option).
     sack_ok: bool = False
     sack: tuple[tuple[int, int], ...] | None = None
+    # The PSH flag (a TCP segment that ends an application write): the receiver's delayed
+    # ack reads it (Linux acks a full-sized PSH segment at once); switches ignore it.
+    psh: bool = False
 
     def __init__(
         self,
@@ -76,6 +79,7 @@ class Packet:
         tsecr: float | None = None,
         sack_ok: bool = False,
         sack: tuple[tuple[int, int], ...] | None = None,
+        psh: bool = False,
     ) -> None:
         # Written out rather than generated: a dataclass's generated __init__ is Python
         # even in the mypyc build (mypyc compiles only the methods in the source), and
@@ -102,6 +106,7 @@ class Packet:
         self.tsecr = tsecr
         self.sack_ok = sack_ok
         self.sack = sack
+        self.psh = psh
 
     @property
     def fg_port(self) -> bool:

@@ -66,9 +66,18 @@ rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
   ``dupthresh`` duplicate acks, fast recovery with window inflation and NewReno partial
   acks, go-back-N after an RTO: a window with several holes is repaired one hole per
   RTT;
-- no delayed acks: the server acks every segment at once, as Linux's quick-ack mode
-  does for the first 16 segments of a connection (all of a short flow); Linux's
-  receiver then acks every second full segment or after 40 ms, which is not modelled;
+- acks: by default the server acks every segment at once, as Linux's quick-ack mode
+  does for the first 16 segments of a connection (all of a short flow). With
+  ``TcpServer(delayed_ack=True)`` it acks as Linux's receiver does after that
+  (``TcpServer._ack_data``): every second full segment, a lone one after the delayed-ack
+  timeout (40 ms, adapting to the interarrival time as ``tcp_event_data_recv`` does),
+  at once for out-of-order data, the segment that fills a hole, an old duplicate, and a
+  segment that ends a write (PSH on a full segment, Linux 6.6 on; ``TcpFlow`` sets PSH
+  on its last segment, TCP/CM on every one, as each grant is its own one-MSS write);
+  the ack covering two segments echoes the first one's TSval. Off by default: on, it
+  moves every simulated TCP file (the lab's NewReno receivers ack about 0.6-0.7 times
+  per segment and TCP/CM's about 0.96, which it reproduces; docs/labs/cm-droptail.md,
+  2026-11-28, "Fig. 3's sweep");
 - with ``jitter_s``: every packet leaves after a random processing delay, uniform in
   [0, jitter_s], in order per sender. Without it a drop-tail queue in a jitter-free
   model hands each freed slot to the ack-clocked packet that arrives at the same
@@ -121,6 +130,13 @@ SACK_BLOCKS_WITH_TS = 3
 SACK_BLOCK_BYTES = 8
 SACK_OPTION_BASE = 4  # kind, length and two NOPs (TCPOLEN_SACK_BASE_ALIGNED)
 _EPS = 1e-9
+#: Linux's delayed acks (include/net/tcp.h at HZ >= 100): TCP_ATO_MIN = TCP_DELACK_MIN =
+#: HZ/25, the longest wait without an RTT estimate (tcp_send_delayed_ack's HZ/2),
+#: TCP_MAX_QUICKACKS, and the receive-MSS guess before a full segment (TCP_MSS_DEFAULT).
+DELACK_MIN_S = 0.04
+DELACK_MAX_ATO_S = 0.5
+MAX_QUICKACKS = 16
+DELACK_RCV_MSS_INIT = 536
 
 
 def timer_wheel_expiry(now: float, t: float, hz: int) -> float:
@@ -274,6 +290,7 @@ class TcpFlow:
         self._timing: tuple[int, float] | None = None  # (segment index, sent at)
         self._resent: set[int] = set()  # unacked segments sent more than once
         self._tsecr: float | None = None  # the echo on the ack being processed
+        self.rtt_sample_us: int | None = None  # the RTT sample the latest new ack gave
         self._syn_at = 0.0
         self.rcv_wscale = wscale_for(c.rwnd_bytes) if c.wscale is None else c.wscale
         self.snd_wscale = 0  # the peer's shift (both SYNs carried the option)
@@ -332,10 +349,11 @@ class TcpFlow:
         hz = self.cfg.kernel_hz
         self.timer.set(t if hz is None else timer_wheel_expiry(self.clock.now, t, hz))
 
-    def _emit(self, flags: int, seq: int, ack: int, length: int) -> None:
+    def _emit(self, flags: int, seq: int, ack: int, length: int, psh: bool = False) -> None:
         h = self.host
         pkt = Packet(h.ip, self.dst, self.sport, self.dport, self.cfg.header_bytes + length, TCP)
         pkt.tcp_flags, pkt.seq, pkt.ack, pkt.length = flags, seq, ack, length
+        pkt.psh = psh
         if self.cfg.timestamps:
             pkt.tsval = self.clock.now  # stamped when TCP sends it, before any jitter
         if flags & SYN:
@@ -369,11 +387,17 @@ class TcpFlow:
             self._emit(FIN | ACK, self.size, 1, 0)
         else:
             seq = i * self.cfg.mss
-            self._emit(ACK, seq, 1, min(self.cfg.mss, self.size - seq))
+            self._emit(ACK, seq, 1, min(self.cfg.mss, self.size - seq), self._psh(i))
         if i + 1 > self.high:
             self.high = i + 1
         if self.timer.deadline is None:
             self._arm(now + self.rto_s())
+
+    def _psh(self, i: int) -> bool:
+        """Whether data segment ``i`` carries PSH: Linux marks the last segment of an
+        application write (``tcp_push`` -> ``tcp_mark_push``); this client writes its
+        ``size`` bytes at once, so only the last segment (a retransmission keeps it)."""
+        return i == self.nseg - 1
 
     def _push(self) -> None:
         if self.sack_on:
@@ -654,13 +678,17 @@ class TcpFlow:
         covers_timed = timing is not None and a > timing[0]
         if covers_timed:
             self._timing = None
+        sample = None
         if self._resent and min(self._resent) < a:
             self._resent = {i for i in self._resent if i >= a}
             tsecr = self._tsecr
             if tsecr is not None:
-                self.rtt.sample(round((self.clock.now - tsecr) * 1e6))
+                sample = round((self.clock.now - tsecr) * 1e6)
         elif covers_timed and timing is not None:
-            self.rtt.sample(round((self.clock.now - timing[1]) * 1e6))
+            sample = round((self.clock.now - timing[1]) * 1e6)
+        if sample is not None:
+            self.rtt.sample(sample)
+        self.rtt_sample_us = sample
 
     def _acked_index(self, ack: int) -> int:
         if ack > self.size:
@@ -754,6 +782,16 @@ class _Conn:
     ts_recent: float | None = None  # the TSval we echo (RFC 7323 TS.Recent)
     sack: bool = False  # both SYNs had SACK-permitted
     blocks: list[list[int]] = field(default_factory=list)  # [start, end), most recent first
+    # Delayed acks (``TcpServer.delayed_ack``), Linux's receiver state (struct
+    # inet_connection_sock's icsk_ack and tcp_sock's rcv_wup):
+    rcv_wup: int = 0  # rcv_nxt when the last ack left
+    rcv_mss: int = DELACK_RCV_MSS_INIT  # icsk_ack.rcv_mss, the segment size it expects
+    quick: int = 0  # acks still sent at once (quick-ack mode)
+    ato: float = 0.0  # the delayed-ack timeout (0: no data yet)
+    lrcv: float = 0.0  # when the last in-order data arrived (icsk_ack.lrcvtime)
+    synack_at: float | None = None  # when the (latest) SYN-ACK left
+    rtt: RttEstimator | None = None  # the handshake's RTT sample (the receiver's srtt, rto)
+    delack_at: float | None = None  # the pending delayed ack's deadline
 
 
 def sack_add(blocks: list[list[int]], start: int, end: int) -> None:
@@ -803,6 +841,9 @@ class TcpServer:
     jitter_s: float = 0.0  # as TcpConfig.jitter_s, in order over all its packets
     rng: random.Random | None = None
     sack: bool = True  # answers SACK-permitted and sends SACK blocks (Linux's tcp_sack)
+    # Delayed acks as Linux's receiver (``_ack_data``); False (the default): every segment
+    # acked at once (see the module doc for why it is not on by default)
+    delayed_ack: bool = False
     conns: dict[tuple[str, int], _Conn] = field(default_factory=dict)
     stats: ServerStats = field(default_factory=ServerStats)
 
@@ -861,20 +902,27 @@ class TcpServer:
                 self.conns[key] = _Conn(shift=shift, sack=self.sack and pkt.sack_ok)
                 self.stats.connections += 1
             self._send(pkt, SYN | ACK, 0, 1, tsecr=pkt.tsval)  # echoes this SYN
+            self.conns[key].synack_at = self.clock.now
             return
         conn = self.conns.get(key)
         if conn is None:
             return  # no RST modelled
+        if conn.rtt is None and conn.synack_at is not None and pkt.ack >= 1:
+            # the ack of our SYN-ACK: the receiver's one RTT sample (tcp_ack_update_rtt
+            # in tcp_rcv_state_process), which bounds its delayed acks
+            conn.rtt = RttEstimator(min_rto_us=200_000)
+            conn.rtt.sample(max(1, round((self.clock.now - conn.synack_at) * 1e6)))
         sh = conn.shift
         # TS.Recent (RFC 7323 4.3, Linux tcp_replace_ts_recent): taken from an acceptable
-        # segment (tcp_sequence: it ends at or past rcv_wup, here rcv_nxt since this
-        # server acks every segment at once) that starts at or below rcv_wup, never moving
-        # back; an out-of-order segment's dup ack echoes the last in-sequence one, the
-        # retransmission that fills the hole its own, an old duplicate's nothing new
+        # segment (tcp_sequence: it ends at or past rcv_wup, the ack point of the last
+        # ack sent) that starts at or below rcv_wup, never moving back; an out-of-order
+        # segment's dup ack echoes the last in-sequence one, the retransmission that fills
+        # the hole its own, an old duplicate's nothing new, a delayed ack covering two
+        # segments the first's (its RTT sample includes the delay, RFC 7323 4.3)
         ts = pkt.tsval
         recent = conn.ts_recent
         end = pkt.seq + pkt.length + (1 if flags & FIN else 0)
-        if ts is not None and pkt.seq <= conn.rcv_nxt <= end and (recent is None or ts >= recent):
+        if ts is not None and pkt.seq <= conn.rcv_wup <= end and (recent is None or ts >= recent):
             conn.ts_recent = ts
         echo = conn.ts_recent
         if conn.closed:
@@ -885,7 +933,11 @@ class TcpServer:
             else:
                 del self.conns[key]  # the last ack
             return
+        in_seq = old = had_ofo = False
         if pkt.length:
+            in_seq = pkt.seq == conn.rcv_nxt
+            old = pkt.seq + pkt.length <= conn.rcv_nxt
+            had_ofo = bool(conn.ooo)
             self._data(conn, pkt.seq, pkt.length)
         if flags & FIN:
             conn.fin_seq = pkt.seq
@@ -894,11 +946,105 @@ class TcpServer:
         if conn.fin_seq is not None and conn.rcv_nxt == conn.fin_seq:
             conn.rcv_nxt += 1
             conn.closed = True
+            conn.delack_at = None
             self.stats.completed += 1
             self.stats.fins_sent += 1
             self._send(pkt, FIN | ACK, 0, conn.rcv_nxt, sh, echo)
-        elif pkt.length or flags & FIN:
-            self._send(pkt, ACK, 1, conn.rcv_nxt, sh, echo, conn.blocks)
+        elif flags & FIN or (pkt.length and not self.delayed_ack):
+            self._ack_now(conn, pkt)
+        elif pkt.length:
+            self._ack_data(conn, pkt, in_seq, old, had_ofo)
+
+    # ---- delayed acks (Linux's receiver) ----------------------------------------------
+    def _ack_now(self, conn: _Conn, pkt: Packet) -> None:
+        """Send the ack (tcp_send_ack): it covers everything received, ends any pending
+        delayed ack and counts against quick-ack mode (tcp_dec_quickack_mode, which
+        deflates the timeout to TCP_ATO_MIN when the mode ends)."""
+        self._send(pkt, ACK, 1, conn.rcv_nxt, conn.shift, conn.ts_recent, conn.blocks)
+        conn.rcv_wup = conn.rcv_nxt
+        conn.delack_at = None
+        if conn.quick:
+            conn.quick -= 1
+            if not conn.quick:
+                conn.ato = DELACK_MIN_S
+
+    def _rto_s(self, conn: _Conn) -> float:
+        return 1.0 if conn.rtt is None else conn.rtt.rto_us * 1e-6  # TCP_TIMEOUT_INIT
+
+    def _ack_data(self, conn: _Conn, pkt: Packet, in_seq: bool, old: bool, had_ofo: bool) -> None:
+        """Ack a data segment as Linux's receiver does (net/ipv4/tcp_input.c):
+
+        - at once for an old duplicate (tcp_data_queue: tcp_enter_quickack_mode), for
+          out-of-order data and while the out-of-order queue is not empty
+          (``__tcp_ack_snd_check``'s ofo_possible), and for the segment that fills the
+          hole (RFC 5681 4.2, ICSK_ACK_NOW);
+        - in-order data first updates the delayed-ack timeout (``tcp_event_data_recv``:
+          the first data enters quick-ack mode for TCP_MAX_QUICKACKS acks with ato =
+          TCP_ATO_MIN; an interarrival m <= ato_min/2 sets ato = ato/2 + ato_min/2, one
+          below ato sets ato = min(ato/2 + m, rto), one above the RTO re-enters quick-ack
+          mode), then is acked at once when more than one full segment is unacked
+          (rcv_nxt - rcv_wup > rcv_mss), in quick-ack mode, or when it ends a write: a
+          full-sized segment with PSH, or a shorter one (``tcp_measure_rcv_mss`` sets
+          ICSK_ACK_PUSHED, and ``tcp_cleanup_rbuf`` acks once the sink has read it all,
+          which it does at once; the PSH rule is Linux 6.6's "tcp: fix delayed ACKs for
+          MSS boundary condition");
+        - else it arms the delayed-ack timer (``tcp_send_delayed_ack``): ato, above
+          TCP_ATO_MIN bounded by max(srtt, TCP_ATO_MIN) from the handshake's sample and
+          HZ/2; a timer already pending keeps its earlier deadline, and one due within
+          ato/4 sends the ack now."""
+        now = self.clock.now
+        if old:
+            conn.quick = max(conn.quick, MAX_QUICKACKS)
+            conn.ato = DELACK_MIN_S
+            self._ack_now(conn, pkt)
+            return
+        pushed = False
+        if pkt.length >= conn.rcv_mss:
+            conn.rcv_mss = pkt.length
+            pushed = pkt.psh
+        else:
+            pushed = True
+        if in_seq:
+            if not conn.ato:
+                conn.quick = max(conn.quick, MAX_QUICKACKS)
+                conn.ato = DELACK_MIN_S
+            else:
+                m = now - conn.lrcv
+                if m <= DELACK_MIN_S / 2:
+                    conn.ato = conn.ato / 2 + DELACK_MIN_S / 2
+                elif m < conn.ato:
+                    conn.ato = min(conn.ato / 2 + m, self._rto_s(conn))
+                elif m > self._rto_s(conn):
+                    conn.quick = max(conn.quick, MAX_QUICKACKS)
+            conn.lrcv = now
+        if (
+            not in_seq
+            or had_ofo
+            or conn.ooo
+            or conn.rcv_nxt - conn.rcv_wup > conn.rcv_mss
+            or conn.quick
+            or pushed
+        ):
+            self._ack_now(conn, pkt)
+            return
+        ato = conn.ato
+        if ato > DELACK_MIN_S:
+            max_ato = DELACK_MAX_ATO_S
+            if conn.rtt is not None and conn.rtt.srtt_us is not None:
+                max_ato = min(max_ato, max(conn.rtt.srtt_us * 1e-6, DELACK_MIN_S))
+            ato = min(ato, max_ato)
+        deadline = now + ato
+        if conn.delack_at is not None:
+            if conn.delack_at <= now + ato / 4:
+                self._ack_now(conn, pkt)
+                return
+            deadline = min(deadline, conn.delack_at)
+        conn.delack_at = deadline
+        self.clock.at(deadline, self._delack_fire, conn, pkt, deadline)
+
+    def _delack_fire(self, conn: _Conn, pkt: Packet, deadline: float) -> None:
+        if conn.delack_at == deadline and not conn.closed:
+            self._ack_now(conn, pkt)
 
     def _data(self, conn: _Conn, seq: int, length: int) -> None:
         if seq == conn.rcv_nxt:

@@ -50,6 +50,7 @@ def get_pacing_rate(sock: socket.socket) -> int:
 
 
 CHUNK = 64 * 1024
+TCP_CA_RECOVERY = 3
 TCP_CA_LOSS = 4
 
 
@@ -65,6 +66,20 @@ class PacedFlow:
     acked_at_skip: int | None = None
     last_sample_acked: int = 0
     rtt_us: int = 0
+    ca_state: int = 0  # tcpi_ca_state at the last poll
+    recoveries: int = 0  # polls that found the kernel newly in fast recovery
+    rtos: int = 0  # polls that found it newly in RTO recovery (TCP_CA_Loss)
+
+    def track_state(self, ca_state: int) -> None:
+        """Count loss episodes from successive polls of ``tcpi_ca_state``: an entry into
+        Recovery (fast retransmit) or into Loss (a retransmission timeout, also from
+        Recovery). Several timeouts in one Loss episode (the back-off) count once, as
+        does an episode shorter than the poll period when the poll misses it."""
+        if ca_state == TCP_CA_LOSS and self.ca_state != TCP_CA_LOSS:
+            self.rtos += 1
+        elif ca_state == TCP_CA_RECOVERY and self.ca_state not in (TCP_CA_RECOVERY, TCP_CA_LOSS):
+            self.recoveries += 1
+        self.ca_state = ca_state
 
 
 @dataclass
@@ -134,6 +149,7 @@ class TcpOverCM:
             loss = info.total_retrans > flow.retrans
             flow.acked, flow.sent, flow.retrans = acked, sent, info.total_retrans
             flow.rtt_us = info.rtt_us
+            flow.track_state(info.ca_state)
             if self.cm is None or flow.fid is None:
                 continue
             # TCP tells the CM what it sent when the acks for it arrive (not when it sends):
@@ -263,6 +279,9 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
                                 "rtt_us": f.rtt_us,
                                 "retrans": f.retrans,
                                 "acked_bytes": f.acked,
+                                "ca_state": f.ca_state,
+                                "recoveries": f.recoveries,
+                                "rtos": f.rtos,
                             }
                             for f in app.flows
                         ],
@@ -288,6 +307,8 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
                     else None
                 ),
                 "retrans": f.retrans,
+                "recoveries": f.recoveries,
+                "rtos": f.rtos,
             }
             for f in app.flows
         ]

@@ -189,3 +189,19 @@ def test_tcp_over_cm_loopback(tmp_path: Path) -> None:
         # loopback segments are 64 kB (IW10 = 650 kB goes out unpaced): only the whole-run
         # average is meaningful here; tests/netns/hosts checks accuracy on a veth
         assert 1000 < f["goodput_kbps"] < 3500
+
+
+def test_tcp_cm_counts_recoveries_and_rtos_from_ca_state_polls() -> None:
+    """The NewReno agent's log counts loss episodes from ``tcpi_ca_state`` polls (Open 0,
+    Disorder 1, CWR 2, Recovery 3, Loss 4): an entry into Recovery is a fast retransmit,
+    an entry into Loss a retransmission timeout (from Recovery too); polls that stay in a
+    state count nothing (the back-off's further timeouts are one episode)."""
+    from fairgate_hosts.apps.tcp_cm import PacedFlow
+
+    flow = PacedFlow(0, socket.socket())
+    try:
+        for state in (0, 1, 3, 3, 0, 3, 4, 4, 0, 4, 0, 2, 3, 1, 0):
+            flow.track_state(state)
+    finally:
+        flow.sock.close()
+    assert (flow.recoveries, flow.rtos) == (3, 2)

@@ -73,7 +73,7 @@ def test_packet_init_is_the_dataclass_signature() -> None:
 
     fields = dataclasses.fields(Packet)
     values: list[object] = ["10.0.0.1", "10.0.0.2", 1, 2, 3, 6, b"x", 4, 5, 6, 7, 8, 9]
-    values += [object(), True, True, 1.5, 2.5, 3.5, True, ((10, 20),)]
+    values += [object(), True, True, 1.5, 2.5, 3.5, True, ((10, 20),), True]
     assert len(values) == len(fields)
     pkt = Packet(*values)  # type: ignore[arg-type]
     assert [getattr(pkt, f.name) for f in fields] == values

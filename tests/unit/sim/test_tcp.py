@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from fairgate_hosts.rtt import RttEstimator
 from fairgate_p4 import generated as g
 from fairgate_sim.engine import Clock
 from fairgate_sim.network import Network
@@ -848,6 +849,7 @@ class _Grants:
         self.clock, self.every_s = clock, every_s
         self.losses = 0
         self.sent = 0
+        self.rtts: list[tuple[float, int]] = []  # (when, the RTT sample given to the CM)
 
     def tcp_request(self, flow: CmTcpFlow, nbytes: int) -> None:
         self._tick(flow)
@@ -864,6 +866,8 @@ class _Grants:
         self, flow: CmTcpFlow, nrecd: int, loss: bool, rtt_us: int | None, persistent: bool
     ) -> None:
         self.losses += loss
+        if rtt_us is not None:
+            self.rtts.append((self.clock.now, rtt_us))
 
 
 @pytest.mark.parametrize("sack", [True, False])
@@ -890,6 +894,54 @@ def test_tcp_cm_resends_sack_holes_on_the_next_grants(sack: bool) -> None:
         assert b - a == pytest.approx(4 * 0.002, abs=1e-4)
     else:
         assert b - a == pytest.approx(RTT, abs=0.003)
+
+
+class _RecordedRtt:
+    """An RTT estimator that logs every sample it takes (a proxy, not a subclass: the
+    estimator is a compiled class in the mypyc build)."""
+
+    def __init__(self, inner: RttEstimator, clock: Clock, log: list[tuple[float, int]]):
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_clock", clock)
+        object.__setattr__(self, "_log", log)
+
+    def sample(self, rtt_us: int) -> None:
+        self._log.append((self._clock.now, rtt_us))
+        self._inner.sample(rtt_us)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(self._inner, name, value)
+
+
+@pytest.mark.parametrize("sack", [True, False])
+def test_tcp_cm_gives_the_cm_every_rtt_sample_tcp_takes(sack: bool) -> None:
+    """TCP/CM's ``cm_update`` carries the RTT sample its TCP took from the ack: the timed
+    segment's (one per flight, Karn's rule) and, with timestamps (Linux's default), the
+    echo's on an ack of retransmitted data (tcp_ack_update_rtt). The resend of a loss
+    episode waited in the queue that overflowed, so those echoes are the episode's long
+    RTTs; the CM got only the timed segments' samples before, and its sRTT ran below
+    TCP's (its increase, MSS per sRTT per sRTT, steeper). The hosts' TCP/CM reports the
+    kernel's sRTT, which has every sample."""
+    net = _net()
+    cfg = TcpConfig(sack=sack)
+    TcpServer(net.clock, net.hosts["s"])
+    flow = CmTcpFlow(net.clock, net.hosts["c"], net.ip("s"), 300 * cfg.mss, cfg)
+    cm = _Grants(net.clock, 0.002)
+    flow.cm = cm
+    taken: list[tuple[float, int]] = []
+    flow.rtt = _RecordedRtt(flow.rtt, net.clock, taken)  # type: ignore[assignment]
+    flow.start()
+    copies = _drop_first_copies(net, {100}, cfg.mss)
+    net.run(10.0)
+    assert flow.outcome == "completed" and flow.retransmits == 1
+    ((resent,),) = copies.values()
+    after = [r for t, r in taken if t > resent]
+    assert after and after[0] > RTT * 1e6  # the echo of the first copy: RTT + the wait
+    assert taken[0][0] == pytest.approx(flow.connect_s)  # the SYN-ACK's, before any data
+    assert cm.rtts == taken[1:]
 
 
 @pytest.mark.parametrize("sack", [True, False])
@@ -920,3 +972,129 @@ def test_out_of_order_fin_counts_towards_fast_retransmit(sack: bool) -> None:
         if sack
         else []
     )
+
+
+def _acks_of(net: Network, flow: TcpFlow) -> list[tuple[float, int]]:
+    """(time, ack number) of every pure ack the client receives."""
+    acks: list[tuple[float, int]] = []
+
+    def seen(pkt: Packet) -> bool:
+        if pkt.tcp_flags == g.TCP_FLAG_ACK:
+            acks.append((net.clock.now, pkt.ack))
+        return False
+
+    _filter(net, "c", flow.sport, seen)
+    return acks
+
+
+def _delack_flow(net: Network, segs: int, cfg: TcpConfig) -> tuple[TcpFlow, TcpServer]:
+    server = TcpServer(net.clock, net.hosts["s"], delayed_ack=True)
+    flow = TcpFlow(net.clock, net.hosts["c"], net.ip("s"), segs * cfg.mss, cfg)
+    flow.start()
+    return flow, server
+
+
+def test_delayed_acks_quick_ack_then_every_second_segment() -> None:
+    """``delayed_ack``, Linux's receiver: the first TCP_MAX_QUICKACKS (16) data segments
+    are acked at once (quick-ack mode from the first data, tcp_event_data_recv), then an
+    ack leaves when more than one full segment is unacked (__tcp_ack_snd_check): every
+    second segment. 100 segments, no loss: 16 + 42 acks, each of the later ones two
+    segments apart."""
+    net = _net()
+    cfg = TcpConfig()
+    flow, _server = _delack_flow(net, 100, cfg)
+    acks = _acks_of(net, flow)
+    net.run(5.0)
+    assert flow.outcome == "completed" and flow.retransmits == 0
+    m = cfg.mss
+    nums = [a for _, a in acks]
+    assert nums[:16] == [m * (i + 1) for i in range(16)]
+    later = nums[16:]
+    assert later[:-1] == [m * (16 + 2 * (i + 1)) for i in range(len(later) - 1)]
+    # the last segment (a sub-MSS remainder or PSH) is acked at once
+    assert later[-1] == 100 * m and len(acks) == 16 + 42
+
+
+def test_delayed_ack_timer_acks_a_lone_segment_after_40_ms() -> None:
+    """A lone full-sized segment without PSH waits for the delayed-ack timer:
+    TCP_ATO_MIN, 40 ms (tcp_send_delayed_ack). On a 30 kB/s link the segments arrive
+    50 ms apart (above the timeout, so it stays at 40 ms), so after the 16 quick acks each
+    is acked alone, 40 ms later than a quick ack is."""
+    net = _net(rate_Bps=30_000.0)
+    cfg = TcpConfig()
+    flow, _server = _delack_flow(net, 30, cfg)
+    acks = _acks_of(net, flow)
+    arrived: dict[int, float] = {}
+
+    def seen(pkt: Packet) -> bool:
+        if pkt.length:
+            arrived.setdefault(pkt.seq + pkt.length, net.clock.now)
+        return False
+
+    _filter(net, "s", 5001, seen)
+    net.run(20.0)
+    assert flow.outcome == "completed" and flow.retransmits == 0
+    lag = [t - arrived[a] for t, a in acks]
+    assert len(acks) == 30
+    quick = lag[:16]
+    assert max(quick) - min(quick) < 1e-6
+    assert lag[16:-1] == pytest.approx([quick[0] + 0.040] * 13, abs=1e-6)
+    assert lag[-1] == pytest.approx(quick[0], abs=1e-6)  # the last segment has PSH
+
+
+def test_delayed_ack_psh_segment_and_out_of_order_acked_at_once() -> None:
+    """A full-sized segment with PSH is acked at once (Linux 6.6, "tcp: fix delayed ACKs
+    for MSS boundary condition": ICSK_ACK_PUSHED, then tcp_cleanup_rbuf acks when the
+    sink has read it all), as is every segment while the out-of-order queue is not empty
+    and the one that fills the hole (RFC 5681 4.2). TCP/CM writes one MSS per grant, so
+    every segment it sends has PSH: one ack per segment; a bulk TcpFlow only on its last."""
+    net = _net()
+    cfg = TcpConfig()
+    TcpServer(net.clock, net.hosts["s"], delayed_ack=True)
+    flow = CmTcpFlow(net.clock, net.hosts["c"], net.ip("s"), 60 * cfg.mss, cfg)
+    flow.cm = _Grants(net.clock, 0.002)
+    flow.start()
+    acks = _acks_of(net, flow)
+    net.run(5.0)
+    assert flow.outcome == "completed"
+    assert [a for _, a in acks] == [cfg.mss * (i + 1) for i in range(60)]
+    # a bulk flow with one hole: the segments above it and the resend are acked at once
+    net = _net()
+    flow2, _server = _delack_flow(net, 100, cfg)
+    _drop_first_copies(net, {40}, cfg.mss)
+    acks2 = _acks_of(net, flow2)
+    net.run(5.0)
+    assert flow2.outcome == "completed" and flow2.retransmits == 1
+    dup = [a for _, a in acks2 if a == 40 * cfg.mss]
+    assert len(dup) >= 3  # one per out-of-order segment: fast retransmit without an RTO
+    assert flow2.timeouts == 0
+
+
+def test_delayed_acks_echo_the_first_unacked_segments_tsval() -> None:
+    """With delayed acks TS.Recent is taken only from a segment at or below rcv_wup (the
+    ack point of the last ack sent, tcp_replace_ts_recent), so an ack covering two
+    segments echoes the first one's TSval (RFC 7323 4.3): the sender's RTT sample includes
+    the wait for the second."""
+    net = _net()
+    cfg = TcpConfig(init_cwnd=40)
+    flow, _server = _delack_flow(net, 60, cfg)
+    sent_at: dict[int, float] = {}
+    echoes: list[tuple[int, float | None]] = []
+
+    def out(pkt: Packet) -> bool:
+        if pkt.length:
+            sent_at.setdefault(pkt.seq + pkt.length, pkt.tsval or 0.0)
+        return False
+
+    def back(pkt: Packet) -> bool:
+        if pkt.tcp_flags == g.TCP_FLAG_ACK:
+            echoes.append((pkt.ack, pkt.tsecr))
+        return False
+
+    _filter(net, "s", 5001, out)
+    _filter(net, "c", flow.sport, back)
+    net.run(5.0)
+    assert flow.outcome == "completed"
+    m = cfg.mss
+    paired = [(a, e) for a, e in echoes[16:-1]]
+    assert paired and all(e == sent_at[a - m] for a, e in paired)
