@@ -387,12 +387,13 @@ def feasible_refs(
     than (1 + ``feasible``) x the flows they complete: paper 000's strategy 2 maximises the
     completion rate under that constraint, so its best static is the best of these."""
     rates = {v.name: v.admit_fps for v in plan.variants}
-    out: dict[str, float | None] = {}
-    for name, done in refs.items():
-        admit = rates.get(name)
-        if admit is not None and done is not None and admit <= (1.0 + feasible) * done:
-            out[name] = done
-    return out
+    return {n: done for n, done in refs.items() if admits_within(rates.get(n), done, feasible)}
+
+
+def admits_within(admit: float | None, done: float | None, feasible: float) -> bool:
+    """Whether a static gate admitting ``admit`` flows/s and completing ``done`` obeys
+    strategy 2's bound, admit <= (1 + ``feasible``) x done (False when either is unknown)."""
+    return admit is not None and done is not None and admit <= (1.0 + feasible) * done
 
 
 def _judge_tcp(plan: Plan, label: str, i: int, e: Expect, tcp: dict[str, Any]) -> Verdict:

@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from fairgate_exp.metrics import Verdict
+from fairgate_exp.metrics import Verdict, admits_within
 from fairgate_exp.schema import Expect
 
 BIN_S = 10.0
@@ -131,8 +131,9 @@ def judge_settling(
             if got is None:
                 continue
             measured = True
-            if e.feasible is not None and not _feasible(r, got, float(e.feasible)):
-                continue
+            admit = (r.get("variant") or {}).get("admit_fps")
+            if e.feasible is not None and not admits_within(admit, got, float(e.feasible)):
+                continue  # strategy 2's reference: only the gates obeying its bound
             if ref is None or got > ref:
                 ref_name, ref = a, got
         if not measured:
@@ -185,14 +186,6 @@ def judge_settling(
                 )
             )
     return out
-
-
-def _feasible(res: dict[str, Any], completed: float, feasible: float) -> bool:
-    """Whether a static gate admits at most (1 + ``feasible``) x the flows it completes in
-    the phase (its mean from ``STEADY_S``): paper 000's strategy 2 searches under that
-    bound, so the best gate obeying it is strategy 2's reference (``feasible``)."""
-    admit = (res.get("variant") or {}).get("admit_fps")
-    return admit is not None and admit <= (1.0 + feasible) * completed
 
 
 def _unjudged(

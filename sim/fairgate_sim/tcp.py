@@ -907,9 +907,10 @@ class TcpServer:
         conn = self.conns.get(key)
         if conn is None:
             return  # no RST modelled
-        if conn.rtt is None and conn.synack_at is not None and pkt.ack >= 1:
+        if self.delayed_ack and conn.rtt is None and conn.synack_at is not None and pkt.ack >= 1:
             # the ack of our SYN-ACK: the receiver's one RTT sample (tcp_ack_update_rtt
-            # in tcp_rcv_state_process), which bounds its delayed acks
+            # in tcp_rcv_state_process), which bounds its delayed acks (only they read it:
+            # without them no estimator per connection)
             conn.rtt = RttEstimator(min_rto_us=200_000)
             conn.rtt.sample(max(1, round((self.clock.now - conn.synack_at) * 1e6)))
         sh = conn.shift
