@@ -25,9 +25,15 @@ the rate ran above it (``on_ack``, ``on_loss``).
 A loss halves the rate once per congestion event (not again for bytes that left before the
 last decrease; without send times, at most once per sRTT); a timeout (persistent
 congestion) sets ssthresh to half the rate and restarts from one MSS per sRTT in slow
-start. While feedback is missing for more than one sRTT, the rate halves once, then again
-every *minimum* RTT (the half-life the paper found stable; ``aging_basis`` selects the sRTT
-or no aging instead, for the paper's Figs. 4 and 6). Aging leaves ssthresh where the last
+start. While feedback is missing for more than one round trip, the rate halves, and again
+every round trip after that, the round trip being the *minimum* RTT (the half-life the
+paper found stable; ``aging_basis`` selects the sRTT or no aging instead, for the paper's
+Figs. 4 and 6). The paper's aging starts when no response comes "within a round-trip
+time" and halves "in each subsequent round-trip period"; its fix "decays the open-loop
+rate based on" the minimum, so one clock serves both: with the sRTT for the first wait
+and the minimum after it, a queue that inflates the sRTT delays the first halving in
+both modes alike, and beside on/off CBR most of the CM's losses came before it (Fig. 6,
+docs/labs/cm-droptail.md). Aging leaves ssthresh where the last
 loss put it (as TCP's congestion window validation, RFC 2861, keeps ssthresh when an idle
 window decays): it acts for want of feedback, not on a congestion signal, so the next
 response without loss slow-starts back up to ssthresh and from there grows additively. A
@@ -126,8 +132,17 @@ class AimdRate:
         self.rate_Bps = min(hi, max(self.min_rate_Bps, self.rate_Bps))
 
     # -- feedback
+    def _half_life_us(self) -> int:
+        """The round trip exponential aging counts in: the minimum RTT or the sRTT."""
+        rtt = self.min_rtt_us if self.aging_basis == "min_rtt" else int(self.srtt_us)
+        return max(1, rtt, self.aging_floor_us)
+
     def _aging_wait_us(self) -> int:
-        return max(int(self.srtt_us), self.aging_floor_us)
+        """How long feedback may be missing before the first halving: one round trip of
+        the same clock as the halvings (with aging off, the sRTT: it only paces checks)."""
+        if self.aging_basis == "off":
+            return max(int(self.srtt_us), self.aging_floor_us)
+        return self._half_life_us()
 
     def _dense(self, sent_Bps: float | None, delivered_Bps: float | None) -> bool:
         """Whether a feedback's bytes left at about the current rate (within a factor of
@@ -273,10 +288,10 @@ class AimdRate:
             self.aging_next_us = max(self.aging_next_us, now_us + self._aging_wait_us())
             return 0
         n = 0
-        half_life = self.min_rtt_us if self.aging_basis == "min_rtt" else int(self.srtt_us)
+        half_life = self._half_life_us()
         while now_us >= self.aging_next_us:
             self.rate_Bps = max(self.min_rate_Bps, self.rate_Bps / 2.0)
-            self.aging_next_us += max(1, half_life, self.aging_floor_us)
+            self.aging_next_us += half_life
             n += 1
         self.agings += n
         return n

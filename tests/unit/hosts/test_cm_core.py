@@ -56,16 +56,20 @@ def test_explicit_rate_bounds_the_cm() -> None:
     assert a.effective_Bps == a.rate_Bps
 
 
-def test_aging_halves_per_min_rtt_after_one_srtt() -> None:
+def test_aging_counts_in_min_rtts_from_the_last_feedback() -> None:
+    """The paper's aging: no response "within a round-trip time" starts it, and the rate
+    halves "in each subsequent round-trip period"; with the minimum RTT as the round trip,
+    both the first halving and the later ones come one minimum RTT apart, not the first
+    after the sRTT (which a queue inflates: Fig. 6)."""
     # RTTs of 50-200 ms: well above the 10 ms aging floor.
     a = AimdRate(initial_rate_Bps=800_000)
     a.on_ack(0, 200_000, 0)  # srtt 200 ms
     a.on_ack(0, 50_000, 0)  # min rtt 50 ms, srtt grows towards it slowly
-    srtt = a.srtt_us
-    assert a.age(int(srtt) - 1, active=True) == 0
-    assert a.age(int(srtt), active=True) == 1
+    assert a.srtt_us > 150_000
+    assert a.age(50_000 - 1, active=True) == 0
+    assert a.age(50_000, active=True) == 1
     assert a.rate_Bps == pytest.approx(400_000)
-    assert a.age(int(srtt) + 50_000 * 3, active=True) == 3
+    assert a.age(50_000 * 4, active=True) == 3
     assert a.rate_Bps == pytest.approx(50_000)
     b = AimdRate(initial_rate_Bps=800_000)
     b.on_ack(0, 100_000, 0)
@@ -79,6 +83,8 @@ def test_aging_half_life_srtt_or_off() -> None:
     s.on_ack(0, 50_000, 0)
     srtt = s.srtt_us
     assert s.min_rtt_us == 50_000 and srtt > 150_000
+    # the first halving waits one srtt too: the same clock
+    assert s.age(int(srtt) - 1, active=True) == 0
     assert s.age(int(srtt), active=True) == 1
     # the next halvings come one srtt apart, not one min RTT (three of those would be 3)
     assert s.age(int(srtt) + 3 * 50_000, active=True) == 0
