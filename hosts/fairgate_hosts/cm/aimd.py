@@ -25,17 +25,18 @@ the rate ran above it (``on_ack``, ``on_loss``).
 A loss halves the rate once per congestion event (not again for bytes that left before the
 last decrease; without send times, at most once per sRTT); a timeout (persistent
 congestion) sets ssthresh to half the rate and restarts from one MSS per sRTT in slow
-start. While feedback is missing for more than one round trip, the rate halves, and again
-every round trip after that, the round trip being the *minimum* RTT (the half-life the
-paper found stable; ``aging_basis`` selects the sRTT or no aging instead, for the paper's
-Figs. 4 and 6). The paper's aging starts when no response comes "within a round-trip
-time" and halves "in each subsequent round-trip period"; its fix "decays the open-loop
-rate based on" the minimum, so one clock serves both: with the sRTT for the first wait
-and the minimum after it, a queue that inflates the sRTT delays the first halving in
-both modes alike, and beside on/off CBR most of the CM's losses came before it (Fig. 6,
-docs/labs/cm-droptail.md). Aging leaves ssthresh where the last
-loss put it (as TCP's congestion window validation, RFC 2861, keeps ssthresh when an idle
-window decays): it acts for want of feedback, not on a congestion signal, so the next
+start. While probe responses are missing for more than one round trip, the rate halves,
+and again every round trip after that, the round trip being the *minimum* RTT (the
+half-life the paper found stable; ``aging_basis`` selects the sRTT or no aging instead,
+for the paper's Figs. 4 and 6). The paper's aging starts when no response comes "within a
+round-trip time" and halves "in each subsequent round-trip period"; its fix "decays the
+open-loop rate based on" the minimum, so one clock serves both: with the sRTT for the
+first wait and the minimum after it, a queue that inflates the sRTT delayed the first
+halving in both modes alike, and beside on/off CBR most of the CM's losses came before it
+(Fig. 6, docs/labs/cm-droptail.md). A macroflow fed by acks (TCP/CM, ``probe_feedback``
+False) waits one sRTT before its first halving (``_aging_wait_us``). Aging leaves
+ssthresh where the last loss put it (as TCP's congestion window validation, RFC 2861,
+keeps ssthresh when an idle window decays): it acts for want of feedback, not on a congestion signal, so the next
 response without loss slow-starts back up to ssthresh and from there grows additively. A
 loss the next response reports still halves the aged rate (aging does not count as that
 period's decrease).
@@ -93,6 +94,10 @@ class AimdRate:
     # first choice, which Fig. 6 shows is too slow once queues inflate the sRTT) or "off"
     # (no aging: the rate holds while feedback is missing, as in Fig. 4's runs).
     aging_basis: str = "min_rtt"
+    # Whether the feedback is the CM's own probe responses (every flow of the macroflow
+    # probed), which come at a pace the CM sets, twice per sRTT; else acks (TCP/CM's
+    # ``update``), whose spacing is the application's: RTT / window.
+    probe_feedback: bool = True
     agings: int = 0
     losses: int = 0
     timeouts: int = 0
@@ -138,9 +143,14 @@ class AimdRate:
         return max(1, rtt, self.aging_floor_us)
 
     def _aging_wait_us(self) -> int:
-        """How long feedback may be missing before the first halving: one round trip of
-        the same clock as the halvings (with aging off, the sRTT: it only paces checks)."""
-        if self.aging_basis == "off":
+        """How long feedback may be missing before the first halving. Probe responses:
+        one round trip of the same clock as the halvings. Acks: one sRTT whatever the
+        half-life, because an ack-clocked sender's acks come RTT / window apart, which
+        a queue-inflated RTT puts above the minimum RTT at a few segments per window:
+        waiting one minimum RTT there halved a flow that was getting its acks (TCP/CM
+        beside the audio, Fig. 10: 0.07 of NewReno instead of 0.64). With aging off,
+        the sRTT: it only paces the checks."""
+        if self.aging_basis == "off" or not self.probe_feedback:
             return max(int(self.srtt_us), self.aging_floor_us)
         return self._half_life_us()
 

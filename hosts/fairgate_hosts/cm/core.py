@@ -167,8 +167,13 @@ class CongestionManager:
         self.flows[fid] = _Flow(fid, src, dst, weight, app_notify, change_rate, probed=probed)
         mf.flows.add(fid)
         mf.sched.add(fid, weight)
+        self._feedback_kind(mf)
         self._dispatch(self._rate_changes(mf))
         return fid
+
+    def _feedback_kind(self, mf: Macroflow) -> None:
+        """Aging's first wait depends on where the macroflow's feedback comes from."""
+        mf.aimd.probe_feedback = all(self.flows[f].probed for f in mf.flows)
 
     def request(self, fid: int, nbytes: int, now_us: int) -> list[Event]:
         flow = self._flow(fid)
@@ -282,6 +287,7 @@ class CongestionManager:
         if not mf.flows:
             del self.macroflows[flow.dst]
             return []
+        self._feedback_kind(mf)
         return self._dispatch(self._rate_changes(mf))
 
     def set_weight(self, fid: int, weight: float) -> None:

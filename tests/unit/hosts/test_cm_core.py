@@ -412,3 +412,28 @@ def test_timeout_is_a_loss_while_another_flow_hears_acks() -> None:
     solo.update(f, MSS, False, RTT, 0)
     solo.update(f, 0, True, None, 1_000, persistent=True)  # its own acks do not count
     assert solo.macroflows["b"].aimd.timeouts == 1
+
+
+def test_acks_wait_one_srtt_before_aging_and_probes_one_min_rtt() -> None:
+    """An ack-fed macroflow (TCP/CM) ages only after one sRTT without acks: its acks come
+    RTT / window apart, above a minimum RTT at a small window behind a queue. A macroflow
+    fed by its probes starts aging one minimum RTT after the last response; one that
+    holds a TCP/CM flow beside probed ones is ack-fed, and goes back when it leaves."""
+    cm = CongestionManager(CMConfig(probing=False))
+    tcp = cm.open("a", "b", probed=False)
+    mf = cm.macroflows["b"]
+    cm.update(tcp, 0, False, 300_000, 0)  # sRTT 300 ms
+    cm.update(tcp, 0, False, 100_000, 0)  # minimum RTT 100 ms, sRTT still well above
+    srtt = int(mf.aimd.srtt_us)
+    assert srtt > 200_000 and mf.aimd.min_rtt_us == 100_000
+    cm.request(tcp, 1_000_000, 0)
+    cm.notify(tcp, 1448, 0)  # sent, no ack yet
+    assert mf.aimd.age(srtt - 1, active=True) == 0
+    assert mf.aimd.age(srtt, active=True) == 1
+    voice = cm.open("a", "b")  # probed: the macroflow is still fed by TCP/CM's acks
+    assert not mf.aimd.probe_feedback
+    cm.close(tcp)
+    assert mf.aimd.probe_feedback
+    cm.update(voice, 0, False, None, 1_000_000)
+    assert mf.aimd.age(1_100_000 - 1, active=True) == 0
+    assert mf.aimd.age(1_100_000, active=True) == 1
