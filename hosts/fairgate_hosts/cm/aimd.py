@@ -36,10 +36,10 @@ halving in both modes alike, and beside on/off CBR most of the CM's losses came 
 (Fig. 6, docs/labs/cm-droptail.md). A macroflow fed by acks (TCP/CM, ``probe_feedback``
 False) waits one sRTT before its first halving (``_aging_wait_us``). Aging leaves
 ssthresh where the last loss put it (as TCP's congestion window validation, RFC 2861,
-keeps ssthresh when an idle window decays): it acts for want of feedback, not on a congestion signal, so the next
-response without loss slow-starts back up to ssthresh and from there grows additively. A
-loss the next response reports still halves the aged rate (aging does not count as that
-period's decrease).
+keeps ssthresh when an idle window decays): it acts for want of feedback, not on a
+congestion signal, so the next response without loss slow-starts back up to ssthresh and
+from there grows additively. A loss the next response reports still halves the aged rate
+(aging does not count as that period's decrease).
 
 An explicit rate from the network (the acks' rate field) bounds it: the CM's rate is
 ``min(AIMD rate, explicit rate)``, and the AIMD rate itself is capped at twice the explicit
