@@ -69,8 +69,8 @@ def instances(f: Flow, duration_s: float, where: str) -> list[Instance]:
         )
     if stop - start >= every:
         raise _err(
-            f"{where}: on for {units.fmt_time(stop - start)} every {f.every}: the on-time "
-            f"(stop - start) must be shorter than every (without the off-time, drop every)"
+            f"{where}: on for {units.fmt_time(stop - start)} every {f.every}: stop - start "
+            f"must be shorter than every (a flow that never pauses has no every)"
         )
     last = duration_s
     if f.until is not None:
