@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from fairgate_exp import units
+from fairgate_exp.flows import instances
 from fairgate_exp.schema import TCP_METRICS, Expect, ExperimentFile, Measured, Selector
 
 
@@ -296,10 +297,12 @@ def _check_ratio(
 
 
 def flow_names(exp: ExperimentFile) -> list[str]:
-    """The paced flows' names (``count`` users: ``<name>-1`` .. ``<name>-<count>``)."""
+    """The paced flows' names (``count`` users and on/off flows' on-periods: ``<name>-1``,
+    ``<name>-2`` ..; ``fairgate_exp.flows``)."""
+    duration = units.parse_time(exp.experiment.duration)
     out = []
-    for f in exp.flows:
-        out += [f.name] if f.count == 1 else [f"{f.name}-{k + 1}" for k in range(f.count)]
+    for i, f in enumerate(exp.flows):
+        out += [x.name for x in instances(f, duration, f"flows[{i}] ({f.name})")]
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from fairgate_controller.routes import compute_routes
 from fairgate_controller.topology import Topology, TopologyError, parse
 from fairgate_exp import units
+from fairgate_exp.flows import instances
 from fairgate_exp.schema import ExperimentFile
 
 FRAME_OVERHEAD = 42  # Ethernet 14 + IPv4 20 + UDP 8
@@ -540,15 +541,8 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
             if f.max_rate is None
             else units.parse_rate(f.max_rate).scaled(factor).bps(plan.frame)
         )
-        stop = duration if f.stop is None else units.parse_time(f.stop)
-        start, stagger = units.parse_time(f.start), units.parse_time(f.stagger)
-        if f.count > 1 and start + (f.count - 1) * stagger >= stop:
-            raise _err(f"flows[{i}] ({f.name}): its last user starts after it stops")
-        for k in range(f.count):
-            name = f.name if f.count == 1 else f"{f.name}-{k + 1}"
-            plan.flows.append(
-                FlowPlan(name, f.src, f.dst, start + k * stagger, stop, bps, data, acks)
-            )
+        for x in instances(f, duration, f"flows[{i}] ({f.name})"):
+            plan.flows.append(FlowPlan(x.name, f.src, f.dst, x.start_s, x.stop_s, bps, data, acks))
     for i, t in enumerate(exp.tcp):
         data = _path(plan, table, t.src, t.dst)
         if data is None or _path(plan, table, t.dst, t.src) is None:

@@ -150,7 +150,9 @@ class Link(Strict):
 
 
 class Flow(Strict):
-    """A paced, rate-controlled UDP flow of the host agents (fairgate_hosts.sender)."""
+    """A paced, rate-controlled UDP flow of the host agents (fairgate_hosts.sender): one
+    flow, ``count`` users, or an on/off flow (``every``) whose every on-period is a flow
+    of its own (``fairgate_exp.flows`` expands them all)."""
 
     name: Name
     src: Name
@@ -160,6 +162,10 @@ class Flow(Strict):
     max_rate: RateStr | None = None  # the sender's desired rate (default: unlimited)
     count: int = Field(default=1, ge=1, le=2000)  # users: flows <name>-1 .. <name>-<count>
     stagger: TimeStr = "0s"  # user k starts (k - 1) x stagger after start
+    # on/off: on from start to stop, then again every ``every`` (on-periods <name>-1,
+    # <name>-2, ..; needs stop, stop - start < every, count 1)
+    every: PosTimeStr | None = None
+    until: TimeStr | None = None  # every: the last on-period starts before it (default: end)
 
 
 class TcpGenerator(Strict):
