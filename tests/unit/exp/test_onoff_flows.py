@@ -1,7 +1,8 @@
 """On/off paced flows (``every``, ``until``): one entry expands into one ordinary flow per
 on-period before either engine sees the plan (``fairgate_exp/flows.py``); bad
-combinations are one-line errors; cm-aging and cm-feedback, written with it, run the same
-CBR flows their 180 and 115 hand-listed entries did."""
+combinations are one-line errors; cm-feedback, written with it, runs the same CBR flows
+its 115 hand-listed entries did, and cm-aging its CBR (180 hand-listed flows over 480 s,
+372 over 960 s since)."""
 
 from __future__ import annotations
 
@@ -166,25 +167,25 @@ def normalised(name: str) -> tuple[list[tuple[str, str, float, float, float | No
     return flows, [f.name for f in plan.flows]
 
 
-def test_cm_aging_runs_the_hand_listed_cbr() -> None:
-    """cm-aging's 8 on/off entries are the 180 flows it listed by hand: r5/r6 and r9/r10 from
-    20 s (onsets 20 .. 460 s, 23), r7/r8 and r11/r12 from 30 s (30 .. 450 s, 22), in that
-    order, 1000 kbit/s, named <entry>-<k> (were cbr<r>s<onset>)."""
+def test_cm_aging_runs_its_on_off_cbr() -> None:
+    """cm-aging's 8 on/off entries (960 s; until 2026-11-28 480 s and 180 hand-listed
+    flows): r5/r6 and r9/r10 from 20 s (onsets 20 .. 940 s, 47), r7/r8 and r11/r12 from
+    30 s (30 .. 930 s, 46), in that order, 1000 kbit/s, named <entry>-<k>."""
     rows = [
-        ("r5", 20.0, 23),
-        ("r6", 20.0, 23),
-        ("r7", 30.0, 22),
-        ("r8", 30.0, 22),
-        ("r9", 20.0, 23),
-        ("r10", 20.0, 23),
-        ("r11", 30.0, 22),
-        ("r12", 30.0, 22),
+        ("r5", 20.0, 47),
+        ("r6", 20.0, 47),
+        ("r7", 30.0, 46),
+        ("r8", 30.0, 46),
+        ("r9", 20.0, 47),
+        ("r10", 20.0, 47),
+        ("r11", 30.0, 46),
+        ("r12", 30.0, 46),
     ]
     flows, names = normalised("cm-aging")
     assert flows == hand_expanded(rows, 1e6)
-    assert len(flows) == 180 and len(set(names)) == 180
-    assert names[:2] == ["cbr5-1", "cbr5-2"] and names[22] == "cbr5-23"
-    assert names[46:48] == ["cbr7-1", "cbr7-2"] and names[-1] == "cbr12-22"
+    assert len(flows) == 372 and len(set(names)) == 372
+    assert names[:2] == ["cbr5-1", "cbr5-2"] and names[46] == "cbr5-47"
+    assert names[94:96] == ["cbr7-1", "cbr7-2"] and names[-1] == "cbr12-46"
 
 
 def test_cm_feedback_runs_the_hand_listed_cbr() -> None:
