@@ -172,7 +172,9 @@ class CongestionManager:
         return fid
 
     def _feedback_kind(self, mf: Macroflow) -> None:
-        """Aging's first wait depends on where the macroflow's feedback comes from."""
+        """Whether every flow of the macroflow is probed (its feedback is its probes):
+        aging's first wait and the probes' send and delivery rates depend on it. Kept on
+        open and close, the only places the macroflow's flows change."""
         mf.aimd.probe_feedback = all(self.flows[f].probed for f in mf.flows)
 
     def request(self, fid: int, nbytes: int, now_us: int) -> list[Event]:
@@ -384,13 +386,7 @@ class CongestionManager:
         # (every flow is probed: TCP/CM's bytes are not in the probes' counts)
         sent = delivered = None
         out, back = res.send_span_us, res.recv_span_us
-        if (
-            out is not None
-            and back is not None
-            and out > 0
-            and back > 0
-            and all(self.flows[f].probed for f in mf.flows)
-        ):
+        if out is not None and back is not None and out > 0 and back > 0 and mf.aimd.probe_feedback:
             sent = res.nsent * 1e6 / out
             delivered = res.nrecd * 1e6 / back
         if res.loss > self.cfg.loss_threshold:
