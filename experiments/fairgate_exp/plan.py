@@ -220,6 +220,7 @@ class Plan:
     variants: list[VariantPlan] = field(default_factory=list)
     cm: list[CmPlan] = field(default_factory=list)
     variant: VariantPlan | None = None  # the one being run (``with_variant``)
+    host_jitter_s: float = 0.0  # the simulator's per-host NIC jitter (no BMv2 effect)
     session_window_s: float = 2.0
     extra: dict[str, Any] = field(default_factory=dict)
     # bulk TCP flows as flows (path, ack path): goodput per flow, in data frames/s
@@ -506,6 +507,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         warmup_s=units.parse_time(info.warmup),
         seed=info.seed,
         algorithms=list(info.algorithms),
+        host_jitter_s=units.parse_time(info.host_jitter),
         period_s=None if ctl.period == "auto" else units.parse_time(ctl.period),
         period_min_s=units.parse_time(ctl.period_min),
         period_max_s=units.parse_time(ctl.period_max),

@@ -95,6 +95,10 @@ class ExperimentInfo(Strict):
     seed: int = 1
     algorithms: list[Algorithm] = Field(default_factory=lambda: ["qfcp"], min_length=1)
     payload: ByteStr = "1200B"  # UDP payload of a data packet (rate header included)
+    # simulator: every packet a host sends leaves its NIC after a random delay, uniform in
+    # [0, host_jitter], in order per host (processing noise; without it a drop-tail queue
+    # in the jitter-free model sorts its drops by arrival phase, Floyd and Jacobson 1992)
+    host_jitter: TimeStr = "0ms"
 
 
 class Control(Strict):

@@ -121,12 +121,14 @@ def run_sweep(
     scheduler: str | None = None,
     say: Any = print,
     engine: str = "sim",
+    doc: dict[str, Any] | None = None,
 ) -> Path:
     """Run every point; ``workers`` local processes (None or 0: one per core, at most
     one per point), or on Dask: ``scheduler="local"`` starts a ``LocalCluster`` of
-    ``workers`` processes, one thread each; an address uses that cluster."""
+    ``workers`` processes, one thread each; an address uses that cluster. ``doc``: the
+    file's document as read, changed by the caller (default: the file as it is)."""
     path = resolve_path(name_or_path)
-    doc = read_toml(path)
+    doc = read_toml(path) if doc is None else doc
     exp = validate(doc, path)
     assert exp.sweep is not None
     from fairgate_exp.check import check

@@ -3,6 +3,7 @@ controller's own ``compute_routes``), hosts, and the output ports between them."
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +20,16 @@ Handler = Callable[[Packet], None]
 
 @dataclass
 class SimHost:
-    """A host: one NIC towards its switch; delivers packets by local (UDP/TCP) port."""
+    """A host: one NIC towards its switch; delivers packets by local (UDP/TCP) port.
+
+    With ``jitter_s`` > 0 every packet the host sends reaches its NIC after a random delay,
+    uniform in [0, jitter_s], in order (a packet never overtakes the one sent before it):
+    the processing noise of a real host. A jitter-free model lets a drop-tail queue sort
+    its drops by arrival phase: a sender whose packets arrive in a fixed phase with the
+    port's departures (ack-clocked TCP, a paced rate) always or never finds the queue full
+    (Floyd and Jacobson 1992, who remove the effect with random delays of up to one
+    bottleneck service time). ``send`` then says only that the packet was handed on: a
+    drop at the uplink, later, counts in the uplink's stats."""
 
     name: str
     ip: str
@@ -27,9 +37,25 @@ class SimHost:
     handlers: dict[int, Handler] = field(default_factory=dict)
     unhandled: int = 0
     _next_port: int = 40000
+    jitter_s: float = 0.0
+    rng: random.Random | None = None  # draws the jitter (jitter_s > 0)
+    _tx_at: float = 0.0  # when the latest jittered packet reaches the NIC
+
+    def __post_init__(self) -> None:
+        if self.jitter_s < 0:
+            raise ValueError(f"{self.name}: jitter_s must be >= 0, got {self.jitter_s}")
+        if self.jitter_s > 0 and self.rng is None:
+            raise ValueError(f"{self.name}: a jitter_s > 0 needs an rng")
 
     def send(self, pkt: Packet) -> bool:
-        return self.uplink.send(pkt)
+        rng = self.rng
+        if self.jitter_s <= 0 or rng is None:
+            return self.uplink.send(pkt)
+        clock = self.uplink.clock
+        at = max(clock.now + rng.uniform(0.0, self.jitter_s), self._tx_at)
+        self._tx_at = at
+        clock.at(at, self.uplink.send, pkt)
+        return True
 
     def bind(self, handler: Handler, port: int | None = None) -> int:
         if port is None:
@@ -57,6 +83,8 @@ class Network:
     clock: Clock = field(default_factory=Clock)
     qbuckets: Buckets | None = None
     rbuckets: Buckets | None = None
+    host_jitter_s: float = 0.0  # every host's NIC jitter (``SimHost.jitter_s``)
+    seed: int | str = 1  # seeds each host's jitter
 
     def __post_init__(self) -> None:
         topo = self.spec.topo
@@ -70,7 +98,8 @@ class Network:
             sw = self.switches[h.switch]
             up = OutputPort(self.clock, self.spec.uplinks[name], 0)
             up.connect_switch(sw, h.port)
-            host = SimHost(name, h.ip, up)
+            rng = random.Random(f"{self.seed}-host-{name}") if self.host_jitter_s > 0 else None
+            host = SimHost(name, h.ip, up, jitter_s=self.host_jitter_s, rng=rng)
             self.hosts[name] = host
             self.by_ip[h.ip] = host
         for (sw_name, port), pspec in topo.ports.items():

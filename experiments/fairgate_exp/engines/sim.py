@@ -147,7 +147,7 @@ class SimEngine:
             for h in plan.hosts.values()
         }
         spec = NetSpec(plan.topology(), ports, uplinks, plan.frame)
-        self.net = Network(spec)
+        self.net = Network(spec, host_jitter_s=plan.host_jitter_s, seed=plan.seed)
         records = run_dir / "controller.jsonl"
         records.parent.mkdir(parents=True, exist_ok=True)
         self.ctl = SimController(self.net, control_config(plan, algo), MemoryRecorder(records))
