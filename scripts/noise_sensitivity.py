@@ -97,9 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=0, help="processes (0: one per core)")
     args = ap.parse_args(argv)
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="verdicts against host jitter (mean [range] passed/runs)")
+    table = Table(title=escape("verdicts against host jitter: mean [range] passed/runs"))
     for col in ("file", "point", "check"):
         table.add_column(col)
     for j in args.jitter:
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             cells = [
                 cell(by_jitter[j][0][key]) if key in by_jitter[j][0] else "-" for j in args.jitter
             ]
-            table.add_row(path.stem, point or "-", f"#{i} {metric}", *cells)
+            table.add_row(path.stem, escape(point or "-"), f"#{i} {metric}", *map(escape, cells))
     Console(width=200).print(table)
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "noise.json").write_text(json.dumps(record, indent=2) + "\n")

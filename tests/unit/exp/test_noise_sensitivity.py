@@ -50,6 +50,7 @@ def test_runs_each_jitter_over_the_seeds(
     out = capsys.readouterr().out
     assert "host_jitter 0ms" in out and "host_jitter 5ms" in out
     assert "2/2" in out  # both seeds of the utilisation check pass (600 of 1000 kbit/s)
+    assert "mean [range] passed/runs" in out  # brackets printed, not read as markup
     record = json.loads((results / "noise.json").read_text())
     assert record["seeds"] == [1, 2] and set(record["files"]["tiny"]) == {"0ms", "5ms"}
     sweep = json.loads(Path(record["files"]["tiny"]["5ms"], "sweep.json").read_text())
