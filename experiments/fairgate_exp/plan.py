@@ -148,6 +148,7 @@ class CmPlan:
     stagger_s: float = 0.0  # flow i opens at start_s + i x stagger_s
     aging: str = "min_rtt"  # "min_rtt" | "srtt" | "off"
     probes_per_rtt: float = 2.0
+    probe_spread: float = 0.0  # probe intervals drawn from [1 - s, 1 + s] x
     size: int = 100_000_000  # tcp: bytes per connection
     mss: int = 1448  # tcp: segment size
     full_packets: bool = False  # audio: full data packets at the layer's rate, not frames
@@ -612,6 +613,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
                 stagger_s=units.parse_time(a.stagger),
                 aging=a.aging,
                 probes_per_rtt=a.probes_per_rtt,
+                probe_spread=a.probe_spread,
                 size=units.parse_bytes(a.size),
                 mss=units.parse_bytes(a.mss),
                 full_packets=a.packets == "full",

@@ -268,6 +268,8 @@ class SimEngine:
             burst_bytes=2 * mss,
             probes_per_rtt=a.probes_per_rtt,
             aging=a.aging,
+            probe_spread=a.probe_spread,
+            seed=f"{plan.seed}-cm-{a.src}-{a.dst}",
         )
         # one CM per host: the apps of one src towards one dst share its macroflow
         host = self.cm_hosts.get((a.src, a.dst))

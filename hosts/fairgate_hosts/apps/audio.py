@@ -257,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mss", type=int, default=1200, help="bytes per grant")
     p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
     p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
+    p.add_argument(
+        "--probe-spread",
+        type=float,
+        default=0.0,
+        help="draw each probe interval from [1 - s, 1 + s] x the interval (0: fixed)",
+    )
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
     p.add_argument("--tcp-flows", type=int, default=0, help="TCP/CM connections on the same CM (0)")
     p.add_argument("--tcp-port", type=int, default=5001, help="their sink's TCP port")
@@ -267,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not 0.0 <= args.probe_spread < 1.0:
+        print(
+            f"audio: --probe-spread must be in [0, 1), got {args.probe_spread:g}", file=sys.stderr
+        )
+        return 2
     layers = tuple(sorted(int(x) for x in args.layers.split(",")))
     cfg = CMConfig(
         mss=args.mss,
@@ -275,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         burst_bytes=2 * args.mss,
         aging=args.aging,
         probes_per_rtt=args.probes_per_rtt,
+        probe_spread=args.probe_spread,
     )
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "audio", "wall_time": time.time(), "args": vars(args)})

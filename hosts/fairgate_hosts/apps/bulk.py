@@ -124,12 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-explicit", action="store_true", help="ignore the acks' rate field")
     p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
     p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
+    p.add_argument(
+        "--probe-spread",
+        type=float,
+        default=0.0,
+        help="draw each probe interval from [1 - s, 1 + s] x the interval (0: fixed)",
+    )
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not 0.0 <= args.probe_spread < 1.0:
+        print(f"bulk: --probe-spread must be in [0, 1), got {args.probe_spread:g}", file=sys.stderr)
+        return 2
     weights = [float(w) for w in args.weights.split(",")] if args.weights else [1.0] * args.flows
     if len(weights) != args.flows or min(weights) <= 0:
         print("bulk: need --flows positive weights", file=sys.stderr)
@@ -141,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         burst_bytes=2 * args.mss,
         aging=args.aging,
         probes_per_rtt=args.probes_per_rtt,
+        probe_spread=args.probe_spread,
     )
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "bulk", "wall_time": time.time(), "args": vars(args)})

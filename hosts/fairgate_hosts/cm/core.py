@@ -14,6 +14,7 @@ responses (explicit feedback from the receiver's agent, see ``receiver.py``).
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +81,17 @@ class CMConfig:
     # probe is a small message, and a queue that serves packets (BMv2's) would otherwise
     # charge each probe a full data packet's slot. With no data due it goes on its own.
     probe_on_data: bool = True
+    # Each probe interval drawn uniformly from [1 - probe_spread, 1 + probe_spread] x sRTT /
+    # probes_per_rtt (0: fixed), as RTCP spreads its reports ([0.5, 1.5], RFC 3550 6.3.1):
+    # at a fixed interval a probe can keep one phase against a drop-tail port's departures
+    # and be lost at every onset of a full queue (docs/labs/cm-droptail.md, "How much the
+    # CM verdicts rest on timing noise"). ``seed`` seeds the draws (None: the OS's entropy).
+    probe_spread: float = 0.0
+    seed: int | str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.probe_spread < 1.0:
+            raise ValueError(f"probe_spread must be in [0, 1), got {self.probe_spread}")
 
 
 @dataclass(slots=True)
@@ -134,6 +146,10 @@ class CongestionManager:
     # per destination, kept when its macroflow ends
     probe_totals: dict[str, ProbeTotals] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.cfg.seed)
 
     # ------------------------------------------------------------------ API (Fig. 8)
     def open(
@@ -469,6 +485,14 @@ class CongestionManager:
     def _probe_interval_us(self, mf: Macroflow) -> int:
         return max(1, int(mf.aimd.srtt_us / self.cfg.probes_per_rtt))
 
+    def _next_probe_gap_us(self, mf: Macroflow) -> int:
+        """The time to the next probe: the interval, spread by ``cfg.probe_spread``."""
+        interval = self._probe_interval_us(mf)
+        spread = self.cfg.probe_spread
+        if spread <= 0:
+            return interval
+        return max(1, int(interval * self._rng.uniform(1.0 - spread, 1.0 + spread)))
+
     def _data_due_within(self, mf: Macroflow, now_us: int, within_us: int) -> bool:
         """Whether a grant of a probed flow is due within ``within_us`` (or was granted
         in this tick and is still to be sent)."""
@@ -493,7 +517,7 @@ class CongestionManager:
             mf.probe_due_us = now_us
             return []
         seq = mf.probes.make_probe(now_us)
-        mf.next_probe_us = now_us + interval
+        mf.next_probe_us = now_us + self._next_probe_gap_us(mf)
         hdr = RateHeader(
             kind=g.FG_KIND_PROBE,
             seq=u32(seq),
@@ -512,7 +536,7 @@ class CongestionManager:
             return None
         mf.probe_due_us = None
         seq = mf.probes.make_probe(now_us, pending)
-        mf.next_probe_us = now_us + self._probe_interval_us(mf)
+        mf.next_probe_us = now_us + self._next_probe_gap_us(mf)
         return seq
 
     def _rate_changes(self, mf: Macroflow) -> list[Event]:

@@ -437,3 +437,31 @@ def test_acks_wait_one_srtt_before_aging_and_probes_one_min_rtt() -> None:
     cm.update(voice, 0, False, None, 1_000_000)
     assert mf.aimd.age(1_100_000 - 1, active=True) == 0
     assert mf.aimd.age(1_100_000, active=True) == 1
+
+
+def _probe_times(spread: float, seed: int | str | None = 1) -> list[int]:
+    cfg = CMConfig(initial_rate_Bps=1_000_000, init_rtt_us=100_000, probe_spread=spread, seed=seed)
+    cm = CongestionManager(cfg)
+    f = cm.open("a", "b")
+    cm.update(f, 0, False, 100_000, 0)
+    out = []
+    for now in range(0, 3_000_000, 1_000):
+        out += [now for ev in cm.notify(f, 1000, now) if isinstance(ev, SendProbe)]
+    return out
+
+
+def test_probe_intervals_fixed_or_spread_as_rtcp_spreads_its_reports() -> None:
+    """sRTT 100 ms, two probes per RTT: 50 ms apart, or with probe_spread 0.5 each gap
+    drawn from [25, 75] ms (1 ms steps), the same draws for the same seed."""
+    fixed = [b - a for a, b in zip(_probe_times(0.0), _probe_times(0.0)[1:], strict=False)]
+    assert set(fixed) <= {50_000, 51_000}
+    times = _probe_times(0.5)
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert len(gaps) > 30
+    assert min(gaps) >= 25_000 and max(gaps) <= 76_000
+    assert max(gaps) - min(gaps) > 25_000  # spread over the range, not one value
+    assert sum(gaps) / len(gaps) == pytest.approx(50_000, rel=0.15)
+    assert _probe_times(0.5, seed=1) == times
+    assert _probe_times(0.5, seed=2) != times
+    with pytest.raises(ValueError, match="probe_spread"):
+        CMConfig(probe_spread=1.0)
