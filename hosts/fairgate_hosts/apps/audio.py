@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
+from fairgate_hosts.apps.cm_args import add_cm_arguments, cm_config
 from fairgate_hosts.apps.cmhost import CMHost, UdpFlow
 from fairgate_hosts.apps.tcpcm import TcpCm, done_record, sample_lines
-from fairgate_hosts.cm.aimd import AGING_MODES
-from fairgate_hosts.cm.core import CMConfig
 from fairgate_hosts.kernel_cc import current_default, resolve_kernel_cc
 from fairgate_p4 import generated as g
 
@@ -252,17 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bulk", type=int, default=0, help="bulk flows sharing the macroflow")
     p.add_argument("--bulk-join", type=float, default=5.0, help="when they join, s")
     p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
-    p.add_argument("--initial-rate", type=float, default=192.0, help="kbit/s")
-    p.add_argument("--max-rate", type=float, default=1000.0, help="macroflow cap, kbit/s")
-    p.add_argument("--mss", type=int, default=1200, help="bytes per grant")
-    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
-    p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
-    p.add_argument(
-        "--probe-spread",
-        type=float,
-        default=0.0,
-        help="draw each probe interval from [1 - s, 1 + s] x the interval (0: fixed)",
-    )
+    add_cm_arguments(p, mss=1200, max_rate_kbps=1000.0, probing=True)
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
     p.add_argument("--tcp-flows", type=int, default=0, help="TCP/CM connections on the same CM (0)")
     p.add_argument("--tcp-port", type=int, default=5001, help="their sink's TCP port")
@@ -273,21 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not 0.0 <= args.probe_spread < 1.0:
-        print(
-            f"audio: --probe-spread must be in [0, 1), got {args.probe_spread:g}", file=sys.stderr
-        )
-        return 2
     layers = tuple(sorted(int(x) for x in args.layers.split(",")))
-    cfg = CMConfig(
-        mss=args.mss,
-        initial_rate_Bps=args.initial_rate * 125.0,
-        max_rate_Bps=args.max_rate * 125.0,
-        burst_bytes=2 * args.mss,
-        aging=args.aging,
-        probes_per_rtt=args.probes_per_rtt,
-        probe_spread=args.probe_spread,
-    )
+    cfg = cm_config(args)
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "audio", "wall_time": time.time(), "args": vars(args)})
     host = CMHost(args.dst, args.port, cfg)

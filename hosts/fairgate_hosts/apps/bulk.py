@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
+from fairgate_hosts.apps.cm_args import add_cm_arguments, cm_config
 from fairgate_hosts.apps.cmhost import CMHost, UdpFlow
-from fairgate_hosts.cm.aimd import AGING_MODES
-from fairgate_hosts.cm.core import CMConfig
 from fairgate_p4 import generated as g
 
 BIG_REQUEST = 1 << 40
@@ -118,40 +117,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stagger", type=float, default=0.0, help="flow i joins at i x S seconds")
     p.add_argument("--duration", type=float, default=10.0, help="seconds")
     p.add_argument("--interval", type=float, default=0.5, help="sample interval, s")
-    p.add_argument("--mss", type=int, default=1200, help="bytes per grant (after the header)")
-    p.add_argument("--initial-rate", type=float, default=192.0, help="kbit/s")
-    p.add_argument("--max-rate", type=float, default=20_000.0, help="macroflow cap, kbit/s")
     p.add_argument("--no-explicit", action="store_true", help="ignore the acks' rate field")
-    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
-    p.add_argument("--probes-per-rtt", type=float, default=2.0, help="probe frequency")
-    p.add_argument(
-        "--probe-spread",
-        type=float,
-        default=0.0,
-        help="draw each probe interval from [1 - s, 1 + s] x the interval (0: fixed)",
-    )
+    add_cm_arguments(p, mss=1200, max_rate_kbps=20_000.0, probing=True)
     p.add_argument("--log", default="-", help="JSONL output (default stdout)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not 0.0 <= args.probe_spread < 1.0:
-        print(f"bulk: --probe-spread must be in [0, 1), got {args.probe_spread:g}", file=sys.stderr)
-        return 2
     weights = [float(w) for w in args.weights.split(",")] if args.weights else [1.0] * args.flows
     if len(weights) != args.flows or min(weights) <= 0:
         print("bulk: need --flows positive weights", file=sys.stderr)
         return 2
-    cfg = CMConfig(
-        mss=args.mss,
-        initial_rate_Bps=args.initial_rate * 125.0,
-        max_rate_Bps=args.max_rate * 125.0,
-        burst_bytes=2 * args.mss,
-        aging=args.aging,
-        probes_per_rtt=args.probes_per_rtt,
-        probe_spread=args.probe_spread,
-    )
+    cfg = cm_config(args)
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "bulk", "wall_time": time.time(), "args": vars(args)})
     host = CMHost(args.dst, args.port, cfg, explicit=not args.no_explicit)

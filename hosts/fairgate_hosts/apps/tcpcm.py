@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
-from fairgate_hosts.cm.aimd import AGING_MODES
-from fairgate_hosts.cm.core import AppNotify, CMConfig, CongestionManager, Event
+from fairgate_hosts.apps.cm_args import add_cm_arguments, cm_config
+from fairgate_hosts.cm.core import AppNotify, CongestionManager, Event
 from fairgate_hosts.kernel_cc import current_default, resolve_kernel_cc
 from fairgate_hosts.kernel_tcp import (
     TCP_CA_LOSS,
@@ -299,11 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5001, help="server TCP port")
     p.add_argument("--flows", type=int, default=1, help="connections (one macroflow)")
     p.add_argument("--weights", default=None, help="comma-separated weights (default all 1)")
-    p.add_argument("--mss", type=int, default=1448, help="bytes per grant (one segment)")
-    p.add_argument("--initial-rate", type=float, default=192.0, help="CM initial rate, kbit/s")
-    p.add_argument("--max-rate", type=float, default=100_000.0, help="CM rate cap, kbit/s")
     p.add_argument("--stagger", type=float, default=0.0, help="connection i opens at i x S s")
-    p.add_argument("--aging", choices=AGING_MODES, default="min_rtt", help="aging half-life")
+    add_cm_arguments(p, mss=1448, max_rate_kbps=100_000.0, probing=False)
     p.add_argument("--feedback-ms", type=float, default=5.0, help="TCP_INFO poll period")
     p.add_argument(
         "--kernel-cc",
@@ -332,16 +329,7 @@ def _weights(args: argparse.Namespace) -> list[float] | None:
 def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, Any]:
     if args.flows < 1 or args.mss < 100 or args.feedback_ms <= 0:
         raise ValueError("--flows >= 1, --mss >= 100 and --feedback-ms > 0")
-    cm = CongestionManager(
-        CMConfig(
-            mss=args.mss,
-            initial_rate_Bps=args.initial_rate * 125.0,
-            max_rate_Bps=args.max_rate * 125.0,
-            probing=False,
-            burst_bytes=2 * args.mss,
-            aging=args.aging,
-        )
-    )
+    cm = CongestionManager(cm_config(args, probing=False))
     kcc = resolve_kernel_cc(args.kernel_cc)
     app = TcpCm(
         args.dst, args.port, cm, args.flows, _weights(args), int(args.feedback_ms * 1000), kcc

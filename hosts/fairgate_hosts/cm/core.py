@@ -146,10 +146,8 @@ class CongestionManager:
     # per destination, kept when its macroflow ends
     probe_totals: dict[str, ProbeTotals] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _rng: random.Random = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._rng = random.Random(self.cfg.seed)
+    # the probe spread's draws, built on the first (none with probe_spread 0)
+    _rng: random.Random | None = field(default=None, init=False)
 
     # ------------------------------------------------------------------ API (Fig. 8)
     def open(
@@ -491,6 +489,8 @@ class CongestionManager:
         spread = self.cfg.probe_spread
         if spread <= 0:
             return interval
+        if self._rng is None:
+            self._rng = random.Random(self.cfg.seed)
         return max(1, int(interval * self._rng.uniform(1.0 - spread, 1.0 + spread)))
 
     def _data_due_within(self, mf: Macroflow, now_us: int, within_us: int) -> bool:

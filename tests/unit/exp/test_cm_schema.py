@@ -249,7 +249,9 @@ def test_probe_spread_reaches_both_engines(tmp_path: Path) -> None:
         plan, dataclasses.replace(a, probe_spread=0.0), 10.0, tmp_path / "cm.jsonl"
     )
     assert bulk.build_parser().parse_args(cmd[3:]).probe_spread == 0.5
-    assert bulk.main(["--dst", "10.0.0.1", "--probe-spread", "1.5"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        bulk.main(["--dst", "10.0.0.1", "--probe-spread", "1.5"])
+    assert exc.value.code == 2
     engine = SimEngine()
     engine.build(plan, "none", tmp_path / "run")
     engine.start_cm(a)
