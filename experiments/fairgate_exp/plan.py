@@ -148,7 +148,7 @@ class CmPlan:
     stagger_s: float = 0.0  # flow i opens at start_s + i x stagger_s
     aging: str = "min_rtt"  # "min_rtt" | "srtt" | "off"
     probes_per_rtt: float = 2.0
-    probe_spread: float = 0.0  # probe intervals drawn from [1 - s, 1 + s] x
+    probe_spread: float = 0.5  # probe intervals drawn from [1 - s, 1 + s] x
     size: int = 100_000_000  # tcp: bytes per connection
     mss: int = 1448  # tcp: segment size
     full_packets: bool = False  # audio: full data packets at the layer's rate, not frames

@@ -242,7 +242,7 @@ class CmApp(Strict):
     aging: Literal["min_rtt", "srtt", "off"] = "min_rtt"
     probes_per_rtt: float = Field(default=2.0, gt=0, le=64)  # feedback frequency (Fig. 4)
     # each probe interval drawn from [1 - s, 1 + s] x the interval (0: fixed; RTCP's 0.5)
-    probe_spread: float = Field(default=0.0, ge=0, lt=1)
+    probe_spread: float = Field(default=0.5, ge=0, lt=1)
     size: ByteStr = "100MB"  # tcp: bytes per connection
     mss: ByteStr = "1448B"  # tcp: segment size
     layers: list[RateStr] = Field(

@@ -254,8 +254,7 @@ def cm_command(
     cmd += ["--initial-rate", f"{app.initial_rate_kbps:g}"]
     cmd += ["--max-rate", "100000", "--log", str(log)]
     cmd += ["--aging", app.aging, "--probes-per-rtt", f"{app.probes_per_rtt:g}"]
-    if app.probe_spread:
-        cmd += ["--probe-spread", f"{app.probe_spread:g}"]
+    cmd += ["--probe-spread", f"{app.probe_spread:g}"]
     if app.app == "bulk":
         cmd += ["--flows", str(app.flows), "--stagger", f"{app.stagger_s:g}"]
         return [*cmd, "--weights", weights] if weights and app.flows else cmd

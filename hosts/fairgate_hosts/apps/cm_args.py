@@ -55,8 +55,9 @@ def add_cm_arguments(
         g.add_argument(
             "--probe-spread",
             type=unit_fraction,
-            default=0.0,
-            help="draw each probe interval from [1 - s, 1 + s] x the interval (0: fixed)",
+            default=0.5,
+            help="draw each probe interval from [1 - s, 1 + s] x the interval (default 0.5, "
+            "RTCP's; 0: fixed)",
         )
 
 

@@ -86,7 +86,7 @@ class CMConfig:
     # at a fixed interval a probe can keep one phase against a drop-tail port's departures
     # and be lost at every onset of a full queue (docs/labs/cm-droptail.md, "How much the
     # CM verdicts rest on timing noise"). ``seed`` seeds the draws (None: the OS's entropy).
-    probe_spread: float = 0.0
+    probe_spread: float = 0.5
     seed: int | str | None = None
 
     def __post_init__(self) -> None:

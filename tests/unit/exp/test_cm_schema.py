@@ -229,8 +229,9 @@ def test_report_rows_give_each_cm_apps_own_loss() -> None:
 
 
 def test_probe_spread_reaches_both_engines(tmp_path: Path) -> None:
-    """Off by default (no flag on BMv2, a fixed interval in the simulator); set, it goes to
-    the plan, the lab app's command line and the simulator's CM, seeded by the run."""
+    """RTCP's 0.5 by default; a file's value goes to the plan, the lab app's command line
+    (always given, 0 included, since the apps' own default is 0.5) and the simulator's CM,
+    seeded by the run."""
     import dataclasses
 
     from fairgate_exp.engines.bmv2 import cm_command
@@ -238,17 +239,16 @@ def test_probe_spread_reaches_both_engines(tmp_path: Path) -> None:
     from fairgate_hosts.apps import bulk
 
     text = GOOD.replace('app = "tcp"\n', 'app = "bulk"\n').replace(
-        "probes_per_rtt = 0.5\n", "probes_per_rtt = 0.5\nprobe_spread = 0.5\n"
+        "probes_per_rtt = 0.5\n", "probes_per_rtt = 0.5\nprobe_spread = 0.25\n"
     )
     plan = load(write(tmp_path, text))
     (a,) = plan.cm
-    assert a.probe_spread == 0.5
+    assert a.probe_spread == 0.25
     cmd = cm_command(plan, a, 10.0, tmp_path / "cm.jsonl")
-    assert cmd[cmd.index("--probe-spread") + 1] == "0.5"
-    assert "--probe-spread" not in cm_command(
-        plan, dataclasses.replace(a, probe_spread=0.0), 10.0, tmp_path / "cm.jsonl"
-    )
-    assert bulk.build_parser().parse_args(cmd[3:]).probe_spread == 0.5
+    assert cmd[cmd.index("--probe-spread") + 1] == "0.25"
+    assert bulk.build_parser().parse_args(cmd[3:]).probe_spread == 0.25
+    fixed = cm_command(plan, dataclasses.replace(a, probe_spread=0.0), 10.0, tmp_path / "x")
+    assert bulk.build_parser().parse_args(fixed[3:]).probe_spread == 0.0
     with pytest.raises(SystemExit) as exc:
         bulk.main(["--dst", "10.0.0.1", "--probe-spread", "1.5"])
     assert exc.value.code == 2
@@ -256,7 +256,8 @@ def test_probe_spread_reaches_both_engines(tmp_path: Path) -> None:
     engine.build(plan, "none", tmp_path / "run")
     engine.start_cm(a)
     ((_, _, host),) = engine.cm_apps.values()
-    assert host.cfg.probe_spread == 0.5 and host.cfg.seed == "1-cm-h1-r1"
-    assert load(write(tmp_path, GOOD)).cm[0].probe_spread == 0.0
+    assert host.cfg.probe_spread == 0.25 and host.cfg.seed == "1-cm-h1-r1"
+    default = load(write(tmp_path, GOOD.replace('app = "tcp"\n', 'app = "bulk"\n'))).cm[0]
+    assert default.probe_spread == 0.5
     with pytest.raises(ExperimentError, match="probe_spread"):
-        load(write(tmp_path, text.replace("probe_spread = 0.5", "probe_spread = 1")))
+        load(write(tmp_path, text.replace("probe_spread = 0.25", "probe_spread = 1")))

@@ -24,6 +24,8 @@ def test_config_follows_the_arguments() -> None:
     assert cfg.initial_rate_Bps == 10_000.0
     assert cfg.max_rate_Bps == 62_500.0  # the app's default cap, 500 kbit/s
     assert (cfg.aging, cfg.probes_per_rtt, cfg.probe_spread) == ("srtt", 0.5, 0.5)
+    assert cm_config(_parser(True).parse_args([])).probe_spread == 0.5  # RTCP's, by default
+    assert cm_config(_parser(True).parse_args(["--probe-spread", "0"])).probe_spread == 0.0
 
 
 def test_without_probing_there_are_no_probe_arguments() -> None:
@@ -31,7 +33,7 @@ def test_without_probing_there_are_no_probe_arguments() -> None:
     with pytest.raises(SystemExit):
         p.parse_args(["--probe-spread", "0.5"])
     cfg = cm_config(p.parse_args([]), probing=False)
-    assert cfg.probing is False and cfg.probe_spread == 0.0
+    assert cfg.probing is False
 
 
 @pytest.mark.parametrize(

@@ -286,7 +286,8 @@ def test_cm_change_rate_and_update_with_explicit_rate() -> None:
 
 
 def test_cm_probes_twice_per_rtt_and_ages_without_responses() -> None:
-    cm = CongestionManager(CMConfig(initial_rate_Bps=1_000_000, init_rtt_us=100_000))
+    cfg = CMConfig(initial_rate_Bps=1_000_000, init_rtt_us=100_000, probe_spread=0.0)
+    cm = CongestionManager(cfg)
     f = cm.open("a", "b")
     cm.update(f, 0, False, 100_000, 0)
     probes = []
@@ -303,7 +304,7 @@ def test_cm_probes_twice_per_rtt_and_ages_without_responses() -> None:
 
 
 def test_cm_probe_response_feeds_aimd() -> None:
-    cm = CongestionManager(CMConfig(initial_rate_Bps=100_000))
+    cm = CongestionManager(CMConfig(initial_rate_Bps=100_000, probe_spread=0.0))
     rx = ReceiverCore()
     f = cm.open("a", "10.0.0.2")
     evs = cm.notify(f, 972, 0)  # the receiver counts the payload after the header
@@ -463,5 +464,6 @@ def test_probe_intervals_fixed_or_spread_as_rtcp_spreads_its_reports() -> None:
     assert sum(gaps) / len(gaps) == pytest.approx(50_000, rel=0.15)
     assert _probe_times(0.5, seed=1) == times
     assert _probe_times(0.5, seed=2) != times
+    assert CMConfig().probe_spread == 0.5  # spread by default, as RTCP does
     with pytest.raises(ValueError, match="probe_spread"):
         CMConfig(probe_spread=1.0)

@@ -113,7 +113,8 @@ def test_a_due_probe_goes_alone_when_no_data_follows() -> None:
 
 
 def test_a_due_probe_waits_for_the_next_grant() -> None:
-    cm = CongestionManager(CMConfig(mss=1000, initial_rate_Bps=50_000, aging="off"))
+    cfg = CMConfig(mss=1000, initial_rate_Bps=50_000, aging="off", probe_spread=0.0)
+    cm = CongestionManager(cfg)
     f = cm.open("", DST, now_us=0)
     alone = [e for e in cm.notify(f, 1000, 0) if isinstance(e, SendProbe)]
     assert len(alone) == 1  # nothing else to send yet: probe 1 goes on its own
