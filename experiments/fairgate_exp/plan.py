@@ -222,6 +222,7 @@ class Plan:
     cm: list[CmPlan] = field(default_factory=list)
     variant: VariantPlan | None = None  # the one being run (``with_variant``)
     host_jitter_s: float = 0.0  # the simulator's per-host NIC jitter (no BMv2 effect)
+    delayed_ack: bool = False  # the simulator's TCP receivers ack as Linux's (BMv2's do)
     session_window_s: float = 2.0
     extra: dict[str, Any] = field(default_factory=dict)
     # bulk TCP flows as flows (path, ack path): goodput per flow, in data frames/s
@@ -509,6 +510,7 @@ def build_plan(exp: ExperimentFile, path: Path, scale: str | None) -> Plan:
         seed=info.seed,
         algorithms=list(info.algorithms),
         host_jitter_s=units.parse_time(info.host_jitter),
+        delayed_ack=info.delayed_ack,
         period_s=None if ctl.period == "auto" else units.parse_time(ctl.period),
         period_min_s=units.parse_time(ctl.period_min),
         period_max_s=units.parse_time(ctl.period_max),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from fairgate_exp import units
 
@@ -99,6 +99,10 @@ class ExperimentInfo(Strict):
     # [0, host_jitter], in order per host (processing noise; without it a drop-tail queue
     # in the jitter-free model sorts its drops by arrival phase, Floyd and Jacobson 1992)
     host_jitter: TimeStr = "0ms"
+    # simulator: TCP receivers delay their acks as Linux's do (TcpServer.delayed_ack: every
+    # second full segment, a lone one after the adaptive delayed-ack timeout); off: every
+    # segment acked at once. BMv2's hosts are Linux, so they always do.
+    delayed_ack: StrictBool = False
 
 
 class Control(Strict):

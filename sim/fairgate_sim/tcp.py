@@ -74,7 +74,9 @@ rule by rule, each checked by a test in tests/unit/sim/test_tcp.py:
   at once for out-of-order data, the segment that fills a hole, an old duplicate, and a
   segment that ends a write (PSH on a full segment, Linux 6.6 on; ``TcpFlow`` sets PSH
   on its last segment, TCP/CM on every one, as each grant is its own one-MSS write);
-  the ack covering two segments echoes the first one's TSval. Off by default: on, it
+  the ack covering two segments echoes the first one's TSval; a timeout that fires
+  doubles the next one, up to the RTO (``tcp_delack_timer_handler``), so at a slow
+  bottleneck the receiver waits for the second segment. Off by default: on, it
   moves every simulated TCP file (the lab's NewReno receivers ack about 0.6-0.7 times
   per segment and TCP/CM's about 0.96, which it reproduces; docs/labs/cm-droptail.md,
   2026-11-28, "Fig. 3's sweep");
@@ -1044,7 +1046,12 @@ class TcpServer:
         self.clock.at(deadline, self._delack_fire, conn, pkt, deadline)
 
     def _delack_fire(self, conn: _Conn, pkt: Packet, deadline: float) -> None:
+        """The delayed-ack timer (``tcp_delack_timer_handler``): the second segment did
+        not come in time, so the timeout doubles, up to the RTO ("Delayed ACK missed:
+        inflate ATO"; a sink never enters pingpong mode), and the ack leaves. At a slow
+        bottleneck (segments 50-100 ms apart) this is what makes Linux ack pairs."""
         if conn.delack_at == deadline and not conn.closed:
+            conn.ato = min(2 * conn.ato, self._rto_s(conn))
             self._ack_now(conn, pkt)
 
     def _data(self, conn: _Conn, seq: int, length: int) -> None:

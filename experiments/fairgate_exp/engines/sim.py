@@ -234,6 +234,7 @@ class SimEngine:
                 hold_s=gen.hold_s,
                 jitter_s=gen.jitter_s,
                 rng=random.Random(f"{self._plan.seed}-server-{gen.dst}"),
+                delayed_ack=self._plan.delayed_ack,
                 **rwnd,
             )
         self.clients[gen.name] = TcpClient(
@@ -285,7 +286,10 @@ class SimEngine:
         elif a.app == "tcp":
             if a.dst not in self.servers:
                 self.servers[a.dst] = TcpServer(
-                    net.clock, net.hosts[a.dst], hold_s=plan.hosts[a.dst].ack_delay_s
+                    net.clock,
+                    net.hosts[a.dst],
+                    hold_s=plan.hosts[a.dst].ack_delay_s,
+                    delayed_ack=plan.delayed_ack,
                 )
             tcp = TcpConfig(mss=a.mss)
             app = TcpCmApp(list(a.weights), a.size, tcp, a.stagger_s, start_us)

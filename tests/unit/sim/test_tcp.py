@@ -1018,9 +1018,10 @@ def test_delayed_acks_quick_ack_then_every_second_segment() -> None:
 def test_delayed_ack_timer_acks_a_lone_segment_after_40_ms() -> None:
     """A lone full-sized segment without PSH waits for the delayed-ack timer:
     TCP_ATO_MIN, 40 ms (tcp_send_delayed_ack). On a 30 kB/s link the segments arrive
-    50 ms apart (above the timeout, so it stays at 40 ms), so after the 16 quick acks each
-    is acked alone, 40 ms later than a quick ack is."""
-    net = _net(rate_Bps=30_000.0)
+    50 ms apart; on a 10 ms path the receiver's sRTT caps the timeout at 40 ms however
+    often it fires (on a longer path it grows: the next test), so after the 16 quick acks
+    each is acked alone, 40 ms later than a quick ack is."""
+    net = _net(rate_Bps=30_000.0, one_way_s=0.01)
     cfg = TcpConfig()
     flow, _server = _delack_flow(net, 30, cfg)
     acks = _acks_of(net, flow)
@@ -1040,6 +1041,33 @@ def test_delayed_ack_timer_acks_a_lone_segment_after_40_ms() -> None:
     assert max(quick) - min(quick) < 1e-6
     assert lag[16:-1] == pytest.approx([quick[0] + 0.040] * 13, abs=1e-6)
     assert lag[-1] == pytest.approx(quick[0], abs=1e-6)  # the last segment has PSH
+
+
+def test_a_missed_delayed_ack_doubles_the_timeout_so_slow_segments_are_acked_in_pairs() -> None:
+    """Linux's delayed-ack timer inflates the timeout when it fires (tcp_delack_timer_handler:
+    "Delayed ACK missed: inflate ATO", ato = min(2 ato, rto)), bounded when armed by the
+    receiver's sRTT (tcp_send_delayed_ack). Segments 50 ms apart on a 200 ms path: the
+    first lone segment waits 40 ms and is acked alone, the timeout becomes 80 ms, and from
+    then on the second segment arrives before the timer: one ack per two segments, as the
+    lab's Linux receivers ack NewReno at 250 kbit/s (0.74 acks per segment). With a 40 ms
+    timeout that never grew (the rule above on a 10 ms path, or the simulator before
+    2026-11-29) every one of them is acked alone."""
+    m = TcpConfig().mss
+
+    def acks_after_quick(one_way_s: float) -> list[int]:
+        net = _net(rate_Bps=30_000.0, one_way_s=one_way_s)
+        flow, _server = _delack_flow(net, 40, TcpConfig())
+        acks = _acks_of(net, flow)
+        net.run(30.0)
+        assert flow.outcome == "completed" and flow.retransmits == 0
+        return [a for _, a in acks][16:]
+
+    slow = acks_after_quick(0.2)
+    assert slow[0] == 17 * m  # the first lone segment: the 40 ms timer
+    steps = {b - a for a, b in zip(slow, slow[1:-1], strict=False)}
+    assert steps == {2 * m} and slow[-1] == 40 * m
+    fast = acks_after_quick(0.01)  # sRTT under 40 ms caps the timeout at 40 ms
+    assert fast == [m * (17 + i) for i in range(24)]
 
 
 def test_delayed_ack_psh_segment_and_out_of_order_acked_at_once() -> None:
