@@ -120,6 +120,11 @@ class AudioApp:
             self.log.write(
                 {"type": "open", "role": "audio", "fid": self.flow.fid, "sport": self.flow.sport}
             )
+            # The paper's applications learn the rate at start from cm_query: change_rate
+            # reports only changes, and with the switch's explicit rate equal to the CM's
+            # initial one the first change can be seconds away (the audio sent its lowest
+            # layer until then).
+            self.on_rate(host, self.flow, host.cm.query(self.flow.fid)["rate_Bps"], now_us)
         t = (now_us - self.start_us) / 1e6
         if len(self.bulk_flows) < self.bulk and t >= self.bulk_join_s:
             for _ in range(self.bulk):

@@ -139,6 +139,9 @@ def test_audio_layer_follows_the_rate(receiver: int, tmp_path: Path) -> None:
     )
     recs = records(log)
     layers = [(r["t_s"], r["layer_kbps"]) for r in recs if r["type"] == "layer"]
+    # the layer of the CM's rate at once (cm_query at open): 400 kbit/s, stamped 400 too,
+    # so no change_rate comes before the stamp falls to 30 at 1.6 s of the receiver's time
+    assert layers[0][0] < 0.1 and layers[0][1] == 320
     assert any(layer == 320 for t, layer in layers if t < 1.0)
     assert layers[-1][1] == 20  # 30 kbit/s stamped: highest layer below is 20
     assert recs[-1]["type"] == "done" and recs[-1]["seconds_per_layer"]["20"] > 0.5
