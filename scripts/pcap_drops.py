@@ -19,11 +19,12 @@ lab lock, ``nsenter -t <pid> -n dumpcap -q -i <host>-eth0 -s 96 -a duration:<s> 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+
+from tshark_fields import rows, tshark_missing
 
 FIELDS = ("frame.time_epoch", "ip.src", "tcp.srcport", "ip.dst", "tcp.dstport", "ip.id")
 FIELDS += ("tcp.seq_raw", "tcp.len")
@@ -80,13 +81,8 @@ def drops(
 
 
 def read(pcap: str) -> list[Packet]:
-    cmd = ["tshark", "-r", pcap, "-n", "-T", "fields", "-E", "separator=,"]
-    cmd += [x for f in FIELDS for x in ("-e", f)]
-    cmd += ["-Y", "tcp.len > 0"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     pkts = []
-    for line in out.splitlines():
-        t, src, sport, dst, dport, ip_id, seq, _ = line.split(",")
+    for t, src, sport, dst, dport, ip_id, seq, _ in rows(pcap, FIELDS, "tcp.len > 0"):
         flow = f"{src}:{sport}->{dst}:{dport}"
         pkts.append(Packet(float(t), flow, int(ip_id, 0), int(seq)))
     return pkts
@@ -105,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tail", type=float, default=5.0, help="ignore the last T s sent (5)")
     p.add_argument("--min-packets", type=int, default=100, help="hide smaller flows (100)")
     args = p.parse_args(argv)
-    if shutil.which("tshark") is None:
-        print("pcap_drops.py: tshark not found (Debian: apt install tshark)", file=sys.stderr)
+    if tshark_missing("pcap_drops.py"):
         return 2
     try:
         sent = [pkt for f in args.sent for pkt in read(f)]

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import shutil
 import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
+
+from tshark_fields import rows, tshark_missing
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,7 @@ def noise(times_s: list[float]) -> Noise:
 
 def pcap_times(pcap: str, min_len: int) -> list[float]:
     """Arrival times of the UDP frames of at least ``min_len`` bytes (the data, not acks)."""
-    cmd = ["tshark", "-r", pcap, "-n", "-T", "fields", "-e", "frame.time_epoch"]
-    cmd += ["-Y", f"udp && frame.len >= {min_len}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return [float(x) for x in out.split()]
+    return [float(t) for (t,) in rows(pcap, ["frame.time_epoch"], f"udp && frame.len >= {min_len}")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("pcaps", nargs="+")
     ap.add_argument("--min-len", type=int, default=1000, help="data frames' least size (B)")
     args = ap.parse_args(argv)
-    if shutil.which("tshark") is None:
-        print("pcap_jitter: tshark not found (Debian: apt install tshark)", file=sys.stderr)
+    if tshark_missing("pcap_jitter"):
         return 2
     for pcap in args.pcaps:
         try:

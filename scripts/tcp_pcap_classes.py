@@ -16,20 +16,17 @@ import subprocess
 import sys
 from collections import Counter
 
+from tshark_fields import rows
+
 FIELDS = ("frame.time_relative", "tcp.srcport", "tcp.flags", "tcp.seq_raw", "tcp.len")
 
 
 def classify(pcap: str, port: int) -> tuple[Counter[str], float]:
-    cmd = ["tshark", "-r", pcap, "-n", "-T", "fields", "-E", "separator=,"]
-    cmd += [x for f in FIELDS for x in ("-e", f)]
-    cmd += ["-Y", f"tcp.dstport=={port}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     counts: Counter[str] = Counter()
     syns: Counter[str] = Counter()
     seen: dict[str, set[str]] = {}
     t_end = 0.0
-    for line in out.splitlines():
-        t, sport, flags_hex, seq, length = line.split(",")
+    for t, sport, flags_hex, seq, length in rows(pcap, FIELDS, f"tcp.dstport=={port}"):
         t_end = max(t_end, float(t))
         flags = int(flags_hex, 16)
         if flags & 0x02:
