@@ -141,12 +141,15 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             raise ExperimentError(f"--algo: unknown algorithm(s) {', '.join(bad)}")
         if getattr(args, "engine", None) == "bmv2":
-            from fairgate_exp.engines.bmv2 import lab_topology
+            from fairgate_exp.engines.bmv2 import frame_size_note, lab_topology
 
             try:
                 lab_topology(plan)
             except ValueError as exc:
                 raise ExperimentError(f"{plan.path}: {exc}") from None
+            frames = frame_size_note(plan)
+            if frames:
+                print(f"experiment: note: {frames}", file=sys.stderr)
         if getattr(args, "variant", "all") != "all":
             names = [v.name for v in plan.variants]
             unknown = [n for n in args.variant.split(",") if n not in names]

@@ -78,6 +78,22 @@ class KernelInfo:
         return max(0, self.unacked - (self.sacked + self.lost) + self.retrans)
 
 
+#: TCP's timestamps option (on by default in Linux, net.ipv4.tcp_timestamps), which
+#: TCP_MAXSEG counts as segment space: the data per segment is TCP_MAXSEG less it.
+TIMESTAMPS_OPTION_BYTES = 12
+#: the smallest mss ``limit_segment_size`` takes (Linux's TCP_MIN_MSS, 88, less the option)
+MIN_MSS = 88 - TIMESTAMPS_OPTION_BYTES
+
+
+def limit_segment_size(sock: socket.socket, mss: int) -> None:
+    """Before ``connect``: segments of at most ``mss`` data bytes (and so frames of mss +
+    66 B, the simulator's TCP frame), where the path allows; the kernel's own otherwise.
+    Linux counts the timestamps option in TCP_MAXSEG, so it is set to mss + 12."""
+    if mss < MIN_MSS:
+        raise ValueError(f"mss must be at least {MIN_MSS} bytes, got {mss}")
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss + TIMESTAMPS_OPTION_BYTES)
+
+
 def parse_kernel_info(buf: bytes) -> KernelInfo:
     """Decode a ``TCP_INFO`` buffer; raises ValueError when the kernel returned less than
     the fields TCP/CM's trace needs (Linux >= 5.4 returns all of them)."""

@@ -28,6 +28,7 @@ from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_hosts.apps.audio import audio_account
 from fairgate_p4.header import HEADER_BYTES
+from fairgate_sim.tcp import TCP_HEADER_BYTES
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
 from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
 from fairgate_topo.procs import ProcessGroup, Tracked
@@ -303,6 +304,34 @@ TCPCM_INITCWND = 1 << 30
 TCPCM_HOST_SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle": "0"}
 
 
+def bulk_command(plan: Plan, gen: TcpPlan, sport: int, duration_s: float) -> list[str]:
+    """A bulk flow's kernel TCP upload (``apps.tcp_cm``): from ``sport``, segments of the
+    generator's mss, paced far above any link (next to CM apps not paced at all)."""
+    cmd = [PY, "-m", "fairgate_hosts.apps.tcp_cm", "--dst", plan.hosts[gen.dst].ip]
+    cmd += ["--sport", str(sport), "--mss", str(gen.mss)]
+    rate = NO_PACING_KBPS if plan.cm else UNPACED_KBPS
+    cmd += ["--rate", str(rate), "--duration", f"{duration_s:.3f}"]
+    return [*cmd, "--skip", "0", "--interval", f"{plan.sample_s:g}", "--feedback-ms", "50"]
+
+
+def tcp_client_command(plan: Plan, gen: TcpPlan, start_s: float) -> list[str]:
+    """A short-flow generator's client (``traffic.client``), started at ``start_s``: the
+    simulator's seeded workload, segments of the generator's mss."""
+    assert gen.arrival_rate is not None
+    cmd = [PY, "-m", "fairgate_hosts.traffic.client", "--dst", plan.hosts[gen.dst].ip]
+    cmd += ["--rate", repr(gen.arrival_rate), "--shape", str(gen.pareto_shape)]
+    cmd += ["--mean-size", str(gen.mean_size), "--seed", str(plan.seed)]
+    cmd += ["--mss", str(gen.mss)]
+    if gen.max_size is not None:
+        cmd += ["--max-size", str(gen.max_size)]
+    cmd += ["--duration", f"{gen.stop_s - start_s:.3f}", "--warmup", "0"]
+    drain = max(0.5, plan.duration_s - gen.stop_s - 0.5)
+    cmd += ["--timeout", f"{plan.duration_s - start_s + 10:.1f}", "--drain", f"{drain:.1f}"]
+    if gen.max_open is not None:
+        cmd += ["--max-open", str(gen.max_open)]
+    return cmd
+
+
 def tcpcm_host_commands(gateway: str) -> list[str]:
     """What a TCP/CM host runs once: its kernel TCP's window must never bind, so it starts
     huge (the default route's ``initcwnd``; a loss halves it, an RTO restarts slow start)
@@ -478,18 +507,8 @@ class Bmv2Engine:
         if gen.bulk:
             self._start_bulk(gen)
             return
-        assert gen.arrival_rate is not None
         start = self.now()
-        client = [PY, "-m", "fairgate_hosts.traffic.client", "--dst", plan.hosts[gen.dst].ip]
-        client += ["--rate", repr(gen.arrival_rate), "--shape", str(gen.pareto_shape)]
-        client += ["--mean-size", str(gen.mean_size), "--seed", str(plan.seed)]
-        if gen.max_size is not None:
-            client += ["--max-size", str(gen.max_size)]
-        client += ["--duration", f"{gen.stop_s - start:.3f}", "--warmup", "0"]
-        drain = max(0.5, plan.duration_s - gen.stop_s - 0.5)
-        client += ["--timeout", f"{plan.duration_s - start + 10:.1f}", "--drain", f"{drain:.1f}"]
-        if gen.max_open is not None:
-            client += ["--max-open", str(gen.max_open)]
+        client = tcp_client_command(plan, gen, start)
         client += ["--records", str(ctx.log_path(f"client-{gen.name}"))]
         client += ["--summary", str(ctx.run_dir / "hosts" / f"client-{gen.name}-summary.json")]
         tracked = self.procs.start(f"client-{gen.name}", client, self.net.host(gen.src))
@@ -535,11 +554,7 @@ class Bmv2Engine:
         plan = self._plan
         assert plan is not None
         for name in gen.flow_names():
-            cmd = [PY, "-m", "fairgate_hosts.apps.tcp_cm", "--dst", plan.hosts[gen.dst].ip]
-            cmd += ["--sport", str(self.bulk_sport(gen))]
-            rate = NO_PACING_KBPS if plan.cm else UNPACED_KBPS
-            cmd += ["--rate", str(rate), "--duration", f"{gen.stop_s - self.now():.3f}"]
-            cmd += ["--skip", "0", "--interval", f"{plan.sample_s:g}", "--feedback-ms", "50"]
+            cmd = bulk_command(plan, gen, self.bulk_sport(gen), gen.stop_s - self.now())
             cmd += ["--log", str(self.ctx.log_path(f"tcp-{name}"))]
             self.procs.start(f"tcp-{name}", cmd, self.net.host(gen.src))
             self.bulk[name] = gen
@@ -860,6 +875,9 @@ class Bmv2Engine:
             note = tcp_hold_note(self._plan)
             if note:
                 facts["tcp_hold"] = note
+            frames = frame_size_note(self._plan)
+            if frames:
+                facts["frame_sizes"] = frames
         return facts
 
     def sender_losses(self) -> dict[str, Any]:
@@ -918,6 +936,48 @@ def tcp_hold_note(plan: Plan) -> str | None:
         lines = ", ".join(f"{h} {d * 1000:g} ms" for h, d in sorted(held.items()))
         return f"delay lines on the kernel TCP senders' access links, one way: {lines}"
     return "not emulated on BMv2 (no netem): kernel TCP sees queueing only"
+
+
+def frame_size_note(plan: Plan, tolerance: float = 0.03) -> str | None:
+    """What BMv2's packets/s queues do to kernel TCP's frames (None: nothing to say).
+
+    A bit/s capacity becomes a queue rate in packets/s of the file's data frame (payload
+    + 42 B); the simulator serves bytes. A kernel TCP frame (mss + 66 B) that differs from
+    the data frame by more than ``tolerance`` moves a different number of bytes per slot:
+    where such frames fill a port, BMv2 carries more (or less) than its capacity, and the
+    two engines no longer run the same network (BMv2's issue #1067). A capacity in
+    packets/s (or a scale with ``packet_queues``) is packets/s in both engines: no note."""
+    in_bytes = {k for k, p in plan.ports.items() if p.limited and p.pps is None}
+    if not in_bytes:
+        return None
+    senders: dict[int, list[str]] = {}
+    for g in plan.tcp:
+        crosses = any(k in in_bytes for k in g.path)
+        if g.transport != "paced" and crosses:
+            senders.setdefault(g.mss, []).append(g.name)
+    for a in plan.cm:
+        if a.app == "tcp":
+            senders.setdefault(a.mss, []).append(a.name)
+    off = {
+        mss: names
+        for mss, names in senders.items()
+        if abs((mss + TCP_HEADER_BYTES) / plan.frame - 1) > tolerance
+    }
+    if not off:
+        return None
+    match = plan.frame - TCP_HEADER_BYTES
+    parts = [
+        f"{', '.join(names)} (mss {mss} B: {mss + TCP_HEADER_BYTES} B frames, "
+        f"{(mss + TCP_HEADER_BYTES) / plan.frame:.2f}x)"
+        for mss, names in sorted(off.items())
+    ]
+    return (
+        f"BMv2 queue rates are packets/s of the {plan.frame} B data frame, and kernel TCP "
+        f"sends other sizes: {'; '.join(parts)}; a port such frames fill carries that "
+        "multiple of its capacity in bytes on BMv2, not in the simulator. For the engines "
+        f'to agree, give those flows mss = "{match}B" (or set experiment.payload to '
+        "their frame less 42 B)"
+    )
 
 
 def delay_line_summary(counts: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.cm.core import ChangeRate, CMConfig, CongestionManager
+from fairgate_hosts.kernel_tcp import MIN_MSS, limit_segment_size
 from fairgate_hosts.traffic.records import tcp_info
 
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
@@ -94,6 +95,7 @@ class TcpOverCM:
     feedback_us: int = 10_000
     min_rate_Bps: float = 12_500.0
     sport: int | None = None  # flow i's source port is sport + i (None: the kernel's)
+    mss: int | None = None  # data bytes per segment (None: the kernel's, from the path)
     flows: list[PacedFlow] = field(default_factory=list)
     sel: selectors.DefaultSelector = field(default_factory=selectors.DefaultSelector)
     _payload: memoryview = field(default_factory=lambda: memoryview(bytes(CHUNK)))
@@ -116,16 +118,17 @@ class TcpOverCM:
     def _open(self, i: int, timeout_s: float) -> socket.socket:
         """Flow ``i``'s connection, from source port ``sport + i`` when given (a fixed
         5-tuple: the same flows in every run; SO_REUSEADDR lets it reuse a port whose
-        previous connection is in TIME_WAIT)."""
-        if self.sport is None:
-            return socket.create_connection((self.dst, self.port), timeout=timeout_s)
+        previous connection is in TIME_WAIT), with segments of ``mss`` when given."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("0.0.0.0", self.sport + i))
+            if self.mss is not None:
+                limit_segment_size(sock, self.mss)
+            if self.sport is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("0.0.0.0", self.sport + i))
             sock.settimeout(timeout_s)
             sock.connect((self.dst, self.port))
-        except OSError:
+        except (OSError, ValueError):
             sock.close()
             raise
         return sock
@@ -213,6 +216,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="fixed pacing rate per flow, kbit/s (0: no pacing option, plain kernel TCP)",
     )
     mode.add_argument("--cm", action="store_true", help="pacing rate from the CM")
+    p.add_argument(
+        "--mss",
+        type=int,
+        default=None,
+        help="data bytes per TCP segment (default: the kernel's, 1448 on a 1500 B MTU)",
+    )
     p.add_argument("--initial-rate", type=float, default=1000.0, help="CM initial rate, kbit/s")
     p.add_argument("--max-rate", type=float, default=50_000.0, help="CM rate cap, kbit/s")
     p.add_argument("--min-rate", type=float, default=100.0, help="pacing floor, kbit/s")
@@ -229,7 +238,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
     if args.cm:
         cm = CongestionManager(
             CMConfig(
-                mss=1448,
+                mss=args.mss or 1448,
                 initial_rate_Bps=args.initial_rate * 125.0,
                 max_rate_Bps=args.max_rate * 125.0,
                 probing=False,
@@ -244,6 +253,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
         feedback_us=int(args.feedback_ms * 1000),
         min_rate_Bps=args.min_rate * 125.0,
         sport=args.sport,
+        mss=args.mss,
     )
     app.connect()
     start = monotonic_us()
@@ -318,7 +328,10 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.mss is not None and args.mss < MIN_MSS:
+        parser.error(f"--mss: at least {MIN_MSS} bytes, got {args.mss}")
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "tcp_cm", "wall_time": time.time(), "args": vars(args)})
     stop = StopFlag().install()

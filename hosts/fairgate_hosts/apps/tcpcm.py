@@ -51,6 +51,7 @@ from fairgate_hosts.kernel_tcp import (
     BindingTrace,
     KernelInfo,
     kernel_info,
+    limit_segment_size,
 )
 
 BIG_REQUEST = 1 << 40
@@ -105,6 +106,7 @@ class TcpCm:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.kernel_cc.encode())
         sock.settimeout(timeout_s)
         try:
+            limit_segment_size(sock, mss)  # the CM's grants are whole segments of mss
             sock.connect((self.dst, self.port))
         except OSError:
             sock.close()

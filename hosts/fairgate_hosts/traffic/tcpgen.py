@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairgate_hosts.kernel_tcp import limit_segment_size
 from fairgate_hosts.traffic.records import FlowRecord, data_acked, tcp_info
 from fairgate_hosts.traffic.workload import FlowSpec, Workload
 
@@ -65,6 +66,7 @@ class ClientConfig:
     max_open: int = DEFAULT_MAX_OPEN
     max_bytes: int | None = None
     bind: str | None = None
+    mss: int | None = None  # data bytes per segment (None: the kernel's, from the path)
 
 
 @dataclass
@@ -160,6 +162,8 @@ class TcpFlowClient:
             sock.setblocking(False)
             if cfg.bind:
                 sock.bind((cfg.bind, 0))
+            if cfg.mss is not None:
+                limit_segment_size(sock, cfg.mss)
             async with asyncio.timeout(cfg.timeout_s):
                 rec.phase = "connect"
                 await loop.sock_connect(sock, (cfg.host, cfg.port))

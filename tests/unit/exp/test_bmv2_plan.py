@@ -285,3 +285,70 @@ def test_bulk_flows_leave_from_fixed_ports_in_distinct_ficcrd_slots() -> None:
         for f in plan.tcp
     }
     assert len(slots) == len(plan.tcp) == 10
+
+
+def test_frame_size_note_names_tcp_frames_other_than_the_data_frame(tmp_path: Path) -> None:
+    """BMv2 serves a bit/s capacity as packets/s of the data frame: kernel TCP frames of
+    another size get another byte rate there than in the simulator, and the note says so,
+    with the mss that matches; matched frames (or no limited port) give no note."""
+    from fairgate_exp.engines.bmv2 import frame_size_note
+
+    base = """switches = ["s1"]
+hosts = [{ name = "h1", switch = "s1" }, { name = "h2", switch = "s1" },
+  { name = "r1", switch = "s1", capacity = "CAP" }]
+[experiment]
+algorithms = ["none"]
+payload = "PAYLOAD"
+"""
+    tcp = 'tcp = [{ name = "t1", src = "h1", dst = "r1", kind = "bulk", size = "1000MB"MSS }]\n'
+    cm = 'cm = [{ name = "c", src = "h2", dst = "r1", app = "tcp", flows = 1, size = "1000MB" }]\n'
+    path = tmp_path / "f.toml"
+
+    def note(payload: str, mss: str = "", cap: str = "1Mbit/s", extra: str = "") -> str | None:
+        text = tcp.replace("MSS", mss) + extra
+        text += base.replace("PAYLOAD", payload).replace("CAP", cap)
+        path.write_text(text)
+        return frame_size_note(load(path))
+
+    # the default payload (1200 B: 1242 B frames) beside mss 1448 (1514 B frames)
+    text = note("1200B") or ""
+    assert "1242 B data frame" in text and "t1 (mss 1448 B: 1514 B frames, 1.22x)" in text
+    assert 'mss = "1176B"' in text
+    # TCP/CM's connections are kernel TCP too, named beside the generator of their mss
+    text = note("1200B", extra=cm) or ""
+    assert "t1, c (mss 1448 B" in text
+    # frames that match (1176 + 66 = 1200 + 42), or within 3 %: nothing to say
+    assert note("1200B", ', mss = "1176B"') is None
+    assert note("1448B") is None  # 1490 against 1514 B: 1.6 %
+    cm976 = cm.replace("flows = 1", 'mss = "976B", flows = 1')
+    assert note("1000B", ', mss = "976B"', extra=cm976) is None
+    # one of two senders off: only it is named
+    text = note("1000B", ', mss = "976B"', extra=cm) or ""
+    assert "c (mss 1448 B: 1514 B frames, 1.45x)" in text and "t1" not in text
+    # no limited port: BMv2 queues run at line rate, nothing is converted
+    path.write_text(
+        tcp.replace("MSS", "") + base.replace(', capacity = "CAP"', "").replace("PAYLOAD", "1200B")
+    )
+    assert frame_size_note(load(path)) is None
+    # the shipped files that compare TCP with other traffic on BMv2 match their frames
+    for name in ("cm-audio", "cm-web", "cm-tcp-friendly", "cm-tcp-trace"):
+        assert frame_size_note(load(EXPERIMENTS_DIR / f"{name}.toml")) is None, name
+
+
+def test_kernel_tcp_commands_carry_the_files_mss() -> None:
+    """tcp[].mss reaches kernel TCP on BMv2 (it was the simulator's alone): the bulk
+    uploads and the short-flow client set it, and their parsers accept what is passed."""
+    from fairgate_exp.engines.bmv2 import bulk_command, tcp_client_command
+    from fairgate_hosts.apps.tcp_cm import build_parser as bulk_parser
+    from fairgate_hosts.traffic.client import build_parser as client_parser
+
+    audio = load(EXPERIMENTS_DIR / "cm-audio.toml")
+    gen = next(g for g in audio.tcp if g.name == "newreno")
+    cmd = bulk_command(audio, gen, 40000, 199.0)
+    assert cmd[cmd.index("--mss") + 1] == "976" and cmd[cmd.index("--sport") + 1] == "40000"
+    assert bulk_parser().parse_args(cmd[3:]).mss == 976
+    sc = load(EXPERIMENTS_DIR / "session-control.toml", "lab")
+    gen = sc.tcp[0]
+    cmd = tcp_client_command(sc, gen, 0.0)
+    assert cmd[cmd.index("--mss") + 1] == str(gen.mss)
+    assert client_parser().parse_args(cmd[3:]).mss == gen.mss

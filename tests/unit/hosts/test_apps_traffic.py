@@ -102,3 +102,24 @@ def test_workload_arrivals_are_poisson() -> None:
     starts = [f.start_s for f in Workload(50, seed=11).flows(100)]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert stats.kstest(gaps, stats.expon(scale=1 / 50).cdf).pvalue > 0.01
+
+
+def test_tcp_cm_sends_segments_of_the_given_mss() -> None:
+    """--mss: segments of that many data bytes (kernel TCP's frames then match a file's
+    data frame); without it the kernel's own (loopback's MTU: far larger)."""
+    from fairgate_hosts.kernel_tcp import kernel_info
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(4)
+        for mss, want in ((976, 976), (None, None)):
+            app = TcpOverCM("127.0.0.1", srv.getsockname()[1], 1, rate_Bps=0, mss=mss)
+            app.connect()
+            srv.accept()[0].close()
+            info = kernel_info(app.flows[0].sock)
+            assert info is not None
+            if want is None:
+                assert info.snd_mss > 10_000
+            else:
+                assert info.snd_mss == want
+            app.flows[0].sock.close()

@@ -8,10 +8,12 @@ import struct
 import pytest
 
 from fairgate_hosts.kernel_tcp import (
+    MIN_MSS,
     TCP_INFO_LEN,
     BindingTrace,
     classify,
     kernel_info,
+    limit_segment_size,
     parse_kernel_info,
 )
 
@@ -95,3 +97,47 @@ def test_kernel_info_of_a_real_socket() -> None:
     finally:
         for s in (cli, peer, srv):
             s.close()
+
+
+def _rcv_mss(sock: socket.socket) -> int:
+    """tcpi_rcv_mss: the largest segment the receiver has seen from its peer."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    return int(struct.unpack_from("=I", info, 20)[0])
+
+
+@pytest.mark.parametrize("mss", [976, 1176, 1448])
+def test_limit_segment_size_is_the_data_per_segment(mss: int) -> None:
+    """TCP_MAXSEG counts the timestamps option: limit_segment_size(sock, 976) gives
+    segments of 976 data bytes (frames of 976 + 66 B), as the sender and the receiver see
+    them; without it loopback's 64 kB MTU gives far larger ones."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(2)
+    plain = socket.create_connection(srv.getsockname())
+    cli = socket.socket()
+    limit_segment_size(cli, mss)
+    cli.connect(srv.getsockname())
+    peers = [srv.accept()[0] for _ in range(2)]
+    try:
+        for s in (plain, cli):
+            s.sendall(b"x" * 50_000)
+        for p in peers:
+            got = 0
+            while got < 50_000:
+                got += len(p.recv(65_536))
+        info = kernel_info(cli)
+        assert info is not None and info.snd_mss == mss
+        limited = next(p for p in peers if p.getpeername() == cli.getsockname())
+        assert _rcv_mss(limited) == mss
+        other = kernel_info(plain)
+        assert other is not None and other.snd_mss > 10 * mss
+    finally:
+        for s in (cli, plain, *peers, srv):
+            s.close()
+
+
+def test_limit_segment_size_refuses_what_linux_cannot_set() -> None:
+    with socket.socket() as s:
+        with pytest.raises(ValueError, match=f"at least {MIN_MSS} bytes"):
+            limit_segment_size(s, MIN_MSS - 1)
+        limit_segment_size(s, MIN_MSS)

@@ -203,3 +203,22 @@ def test_acks_count_after_a_timeout_but_not_in_fast_recovery(
         (2 * 1448, False, False),  # RTO recovery: the resends' acks count
         (1448, False, False),
     ]
+
+
+def test_connections_send_segments_of_the_cms_mss() -> None:
+    """A grant is one segment of the CM's mss, and so is every segment the kernel sends:
+    the frames are the file's (BMv2 serves its ports in packets/s of one frame size)."""
+    from fairgate_hosts.kernel_tcp import kernel_info
+
+    cm = CongestionManager(CMConfig(mss=976, initial_rate_Bps=100_000.0, probing=False))
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(2)
+    app = TcpCm("127.0.0.1", srv.getsockname()[1], cm, 1)
+    try:
+        app.connect()
+        info = kernel_info(app.conns[0].sock)
+        assert info is not None and info.snd_mss == 976
+    finally:
+        app.close()
+        srv.close()

@@ -308,3 +308,52 @@ def test_arrivals_due_together_never_exceed_the_cap() -> None:
     assert len(recs) > 20
     assert stats["peak_open"] == 3, stats
     assert stats["capped"] == len(recs) - 3
+
+
+def test_client_flows_send_segments_of_the_given_mss() -> None:
+    """ClientConfig.mss (--mss): every flow's segments carry that many data bytes, as the
+    receiving end sees them (tcpi_rcv_mss)."""
+    import threading
+
+    seen: list[int] = []
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def sink() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                while conn.recv(65_536):
+                    pass
+                info = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+                seen.append(struct.unpack_from("=I", info, 20)[0])  # tcpi_rcv_mss
+
+    th = threading.Thread(target=sink, daemon=True)
+    th.start()
+    cfg = ClientConfig(
+        "127.0.0.1",
+        srv.getsockname()[1],
+        rate_per_s=40,
+        duration_s=0.3,
+        timeout_s=5,
+        mean_bytes=20_000,
+        seed=3,
+        mss=976,
+    )
+    try:
+        recs, _ = asyncio.run(_loopback(cfg, server=False))
+        deadline = time.monotonic() + 5
+        while len(seen) < len(recs) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the sink reads each flow to its end after the client is done
+    finally:
+        stop.set()
+        th.join(2)
+        srv.close()
+    assert recs and all(r.outcome == "completed" for r in recs)
+    assert len(seen) == len(recs) and set(seen) == {976}
