@@ -40,7 +40,7 @@ def test_cm_facts_and_kernel_trace_from_the_apps_done_lines(tmp_path: Path) -> N
         [
             {"type": "agent", "wall_time": 101.0},
             {"type": "sample", "t_s": 1.0, "losses": 2,
-             "flows": [{"flow": 0, "acked_bytes": 14480, "share_kbps": 50.0}]},
+             "flows": [{"flow": 0, "acked_bytes": 10 * tcpcm.mss, "share_kbps": 50.0}]},
             {"type": "done", "t_s": 10.0, "kernel_cc": "fg_cm", "polls": 900,
              "cwnd_bound_polls": 0, "cwnd_bound_open_polls": 0,
              "cm": {"losses": 4, "timeouts": 0, "agings": 1},
