@@ -331,7 +331,7 @@ payload = "PAYLOAD"
     )
     assert frame_size_note(load(path)) is None
     # the shipped files that compare TCP with other traffic on BMv2 match their frames
-    for name in ("cm-audio", "cm-web", "cm-tcp-friendly", "cm-tcp-trace"):
+    for name in ("cm-aging", "cm-audio", "cm-web", "cm-tcp-friendly", "cm-tcp-trace"):
         assert frame_size_note(load(EXPERIMENTS_DIR / f"{name}.toml")) is None, name
 
 
