@@ -130,7 +130,7 @@ class Scale(Strict):
     # true: every bit/s capacity is served as packets/s of the data frame, as BMv2's
     # queues do (an ack or a FICCRD RD costs a whole packet); default: the extended
     # scale's, else false
-    packet_queues: bool | None = None
+    packet_queues: StrictBool | None = None
 
 
 class Host(Strict):
@@ -142,7 +142,7 @@ class Host(Strict):
     buffer: PktStr = "64pkt"
     delay: TimeStr = "0ms"  # one-way delay of the access link (both directions)
     ack_delay: TimeStr = "0ms"  # the receiver holds each ack this long (RTT emulation)
-    gate_syn: bool = False  # SYN admission on the switch port towards this host
+    gate_syn: StrictBool = False  # SYN admission on the switch port towards this host
 
 
 class Link(Strict):
@@ -154,7 +154,7 @@ class Link(Strict):
     reverse_capacity: LineRateStr | None = None  # b -> a (default: line rate, as the labs)
     delay: TimeStr = "0ms"  # one-way propagation delay (both directions)
     buffer: PktStr = "64pkt"
-    gate_syn: bool = False  # SYN admission on a's port towards b
+    gate_syn: StrictBool = False  # SYN admission on a's port towards b
 
 
 class Flow(Strict):
@@ -201,7 +201,7 @@ class TcpGenerator(Strict):
     rwnd: ByteStr | Literal["default"] = "default"
     # "reno" sets the hosts' kernel TCP to Reno on BMv2 (the simulator's TCP is Reno)
     congestion_control: Literal["default", "reno"] = "default"
-    whole_segments: bool = False  # round every size up to whole segments (sizes in packets)
+    whole_segments: StrictBool = False  # round every size up to whole segments (sizes in packets)
     syn_retries: int = Field(default=3, ge=0)  # the labs' tcp_syn_retries
     max_open: int | None = Field(default=None, ge=1)  # beyond it an arrival is "capped"
     hold: TimeStr = "0ms"  # the server holds every packet it sends (RTT emulation)
@@ -383,12 +383,12 @@ class Measured(Selector):
 
 class Measure(Strict):
     ports: list[str] | None = None  # "s1->s2" / "s1->h1"; default: every link's a -> b
-    flows: bool = True
+    flows: StrictBool = True
     sample: PosTimeStr = "200ms"  # per-flow rate sampling
     # per-flow traces in the run record (traces.csv): every sample, each CM and bulk TCP
     # flow's sequence number (packets delivered so far), its rate and its loss events so
     # far (TCP: retransmissions; CM: the macroflow's rate halvings on loss)
-    traces: bool = False
+    traces: StrictBool = False
     queue: Literal["histogram", "exact"] = "histogram"
     # values recorded without a verdict (``Measured``): the sweep table's and the report's
     # measured columns, e.g. metrics = ["completion_rate"]
