@@ -26,6 +26,7 @@ from dataclasses import dataclass
 # then the u64/u32 tail at fixed offsets.
 _U32 = {
     "snd_mss": 2,
+    "rcv_mss": 3,
     "unacked": 4,
     "sacked": 5,
     "lost": 6,
@@ -71,6 +72,7 @@ class KernelInfo:
     bytes_retrans: int
     snd_wnd: int
     delivered: int = 0  # segments delivered, SACKed ones included (tcpi_delivered)
+    rcv_mss: int = 0  # the largest segment received from the peer (tcpi_rcv_mss)
 
     @property
     def in_flight(self) -> int:

@@ -315,6 +315,8 @@ def test_client_flows_send_segments_of_the_given_mss() -> None:
     receiving end sees them (tcpi_rcv_mss)."""
     import threading
 
+    from fairgate_hosts.kernel_tcp import kernel_info
+
     seen: list[int] = []
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -331,8 +333,8 @@ def test_client_flows_send_segments_of_the_given_mss() -> None:
             with conn:
                 while conn.recv(65_536):
                     pass
-                info = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-                seen.append(struct.unpack_from("=I", info, 20)[0])  # tcpi_rcv_mss
+                info = kernel_info(conn)
+                seen.append(info.rcv_mss if info else -1)
 
     th = threading.Thread(target=sink, daemon=True)
     th.start()
