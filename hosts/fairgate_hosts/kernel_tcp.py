@@ -18,6 +18,7 @@ decodes the fields that show it and classifies one sample:
 
 from __future__ import annotations
 
+import argparse
 import socket
 import struct
 from dataclasses import dataclass
@@ -94,6 +95,27 @@ def limit_segment_size(sock: socket.socket, mss: int) -> None:
     if mss < MIN_MSS:
         raise ValueError(f"mss must be at least {MIN_MSS} bytes, got {mss}")
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss + TIMESTAMPS_OPTION_BYTES)
+
+
+def add_mss_argument(parser: argparse.ArgumentParser) -> None:
+    """``--mss``: data bytes per segment for a kernel TCP sender (``limit_segment_size``);
+    less than ``MIN_MSS`` is refused by the parser, naming the argument."""
+
+    def mss(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+        if value < MIN_MSS:
+            raise argparse.ArgumentTypeError(f"at least {MIN_MSS} bytes, got {value}")
+        return value
+
+    parser.add_argument(
+        "--mss",
+        type=mss,
+        default=None,
+        help="data bytes per TCP segment (default: the kernel's, 1448 on a 1500 B MTU)",
+    )
 
 
 def parse_kernel_info(buf: bytes) -> KernelInfo:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fairgate_exp.engine import controller_algo
-from fairgate_exp.plan import CmPlan, FlowPlan, Plan, TcpPlan
+from fairgate_exp.plan import FRAME_OVERHEAD, CmPlan, FlowPlan, Plan, TcpPlan
 from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_hosts.apps.audio import audio_account
 from fairgate_p4.header import HEADER_BYTES
@@ -942,8 +942,9 @@ def frame_size_note(plan: Plan, tolerance: float = 0.03) -> str | None:
     """What BMv2's packets/s queues do to kernel TCP's frames (None: nothing to say).
 
     A bit/s capacity becomes a queue rate in packets/s of the file's data frame (payload
-    + 42 B); the simulator serves bytes. A kernel TCP frame (mss + 66 B) that differs from
-    the data frame by more than ``tolerance`` moves a different number of bytes per slot:
+    + ``FRAME_OVERHEAD``); the simulator serves bytes. A kernel TCP frame (mss + 66 B)
+    that differs from the data frame by more than ``tolerance`` moves a different number
+    of bytes per slot:
     where such frames fill a port, BMv2 carries more (or less) than its capacity, and the
     two engines no longer run the same network (BMv2's issue #1067). A capacity in
     packets/s (or a scale with ``packet_queues``) is packets/s in both engines: no note."""
@@ -976,7 +977,7 @@ def frame_size_note(plan: Plan, tolerance: float = 0.03) -> str | None:
         f"sends other sizes: {'; '.join(parts)}; a port such frames fill carries that "
         "multiple of its capacity in bytes on BMv2, not in the simulator. For the engines "
         f'to agree, give those flows mss = "{match}B" (or set experiment.payload to '
-        "their frame less 42 B)"
+        f"their frame less {FRAME_OVERHEAD} B)"
     )
 
 

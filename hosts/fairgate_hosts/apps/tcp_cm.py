@@ -32,7 +32,7 @@ from typing import Any
 
 from fairgate_hosts.agentio import JsonlLog, StopFlag, monotonic_us
 from fairgate_hosts.cm.core import ChangeRate, CMConfig, CongestionManager
-from fairgate_hosts.kernel_tcp import MIN_MSS, limit_segment_size
+from fairgate_hosts.kernel_tcp import add_mss_argument, limit_segment_size
 from fairgate_hosts.traffic.records import tcp_info
 
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
@@ -216,12 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fixed pacing rate per flow, kbit/s (0: no pacing option, plain kernel TCP)",
     )
     mode.add_argument("--cm", action="store_true", help="pacing rate from the CM")
-    p.add_argument(
-        "--mss",
-        type=int,
-        default=None,
-        help="data bytes per TCP segment (default: the kernel's, 1448 on a 1500 B MTU)",
-    )
+    add_mss_argument(p)
     p.add_argument("--initial-rate", type=float, default=1000.0, help="CM initial rate, kbit/s")
     p.add_argument("--max-rate", type=float, default=50_000.0, help="CM rate cap, kbit/s")
     p.add_argument("--min-rate", type=float, default=100.0, help="pacing floor, kbit/s")
@@ -328,10 +323,7 @@ def run(args: argparse.Namespace, log: JsonlLog, stop: StopFlag) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.mss is not None and args.mss < MIN_MSS:
-        parser.error(f"--mss: at least {MIN_MSS} bytes, got {args.mss}")
+    args = build_parser().parse_args(argv)
     log = JsonlLog(args.log)
     log.write({"type": "agent", "agent": "tcp_cm", "wall_time": time.time(), "args": vars(args)})
     stop = StopFlag().install()

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from fairgate_hosts.agentio import parse_size
-from fairgate_hosts.kernel_tcp import MIN_MSS
+from fairgate_hosts.kernel_tcp import add_mss_argument
 from fairgate_hosts.traffic.records import RecordSink, summarize
 from fairgate_hosts.traffic.tcpgen import DEFAULT_MAX_OPEN, ClientConfig, TcpFlowClient, fd_budget
 
@@ -60,22 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"cap on concurrent sockets (default {DEFAULT_MAX_OPEN}; a process here cannot "
         "open more than ~20000 files)",
     )
-    p.add_argument(
-        "--mss",
-        type=int,
-        default=None,
-        help="data bytes per TCP segment (default: the kernel's, 1448 on a 1500 B MTU)",
-    )
+    add_mss_argument(p)
     p.add_argument("--records", type=Path, default=None, help="per-flow JSONL output")
     p.add_argument("--summary", type=Path, default=None, help="summary JSON (default stdout)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.mss is not None and args.mss < MIN_MSS:
-        parser.error(f"--mss: at least {MIN_MSS} bytes, got {args.mss}")
+    args = build_parser().parse_args(argv)
     warmup = args.warmup if args.warmup < (args.window_end or args.duration) else 0.0
     if warmup != args.warmup:
         print(f"tcpgen: warm-up {args.warmup} s >= window end: using 0", file=sys.stderr)

@@ -136,3 +136,16 @@ def test_limit_segment_size_refuses_what_linux_cannot_set() -> None:
         with pytest.raises(ValueError, match=f"at least {MIN_MSS} bytes"):
             limit_segment_size(s, MIN_MSS - 1)
         limit_segment_size(s, MIN_MSS)
+
+
+def test_mss_argument_refuses_what_limit_segment_size_would() -> None:
+    import argparse
+
+    from fairgate_hosts.kernel_tcp import add_mss_argument
+
+    p = argparse.ArgumentParser()
+    add_mss_argument(p)
+    assert p.parse_args([]).mss is None and p.parse_args(["--mss", str(MIN_MSS)]).mss == MIN_MSS
+    for bad in (str(MIN_MSS - 1), "1k"):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--mss", bad])
