@@ -36,15 +36,22 @@ class RelativeCusum:
         self._upper = 0.0
         self._lower = 0.0
 
-    def update(self, x: float) -> bool:
-        """Feed one sample (>= 0); return True on alarm (the detector then resets itself)."""
+    def update(self, x: float, low: float = 1.0, high: float = 1.0) -> bool:
+        """Feed one sample (>= 0); return True on alarm (the detector then resets itself).
+
+        ``low`` <= 1 <= ``high`` widen the reference to a band, reference x [low, high]: the
+        range the signal may move to without a change, e.g. after the caller moved what
+        drives it. The lower sum measures the sample against reference x ``low``, the upper
+        sum against reference x ``high``; the default band is the reference itself.
+        """
+        if not 0.0 < low <= 1.0 <= high:
+            raise ValueError(f"need 0 < low <= 1 <= high, got low={low!r}, high={high!r}")
         if self._reference is None:
             self._reference = x
             return False
         ref = max(self._reference, 1e-9)
-        dev = x / ref - 1.0
-        self._upper = max(0.0, self._upper + dev - self._drift)
-        self._lower = max(0.0, self._lower - dev - self._drift)
+        self._upper = max(0.0, self._upper + x / (ref * high) - 1.0 - self._drift)
+        self._lower = max(0.0, self._lower + 1.0 - x / (ref * low) - self._drift)
         if self.statistic > self._threshold:
             self.reset()
             return True

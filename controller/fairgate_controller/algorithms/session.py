@@ -75,6 +75,7 @@ class SessionParams:
     penalty: float = 10.0
     change_drift: float = 0.1
     change_threshold: float = 0.3
+    reference_span: float = 0.3
     research_every_windows: int = 600
     warm_restart: bool = True
     restart_span: float = 1.1
@@ -100,6 +101,7 @@ class SessionParams:
             "penalty",
             "probe_offset",
             "restart_span",
+            "reference_span",
         ):
             check_positive(name, getattr(self, name))
         for name in (
@@ -233,6 +235,8 @@ class SessionController:
         self._connections_trusted = True
         self._cusum_completion = RelativeCusum(self._p.change_drift, self._p.change_threshold)
         self._cusum_offered = RelativeCusum(self._p.change_drift, self._p.change_threshold)
+        # the tracking centre at which the completion CUSUM learned its reference
+        self._anchor: float | None = None
         self._warm = False  # the running search is a warm restart's (no fresh baseline)
         self._empty_baseline = True  # the baseline is the first one (an empty network's)
 
@@ -432,8 +436,20 @@ class SessionController:
         self._warm = False
         self._start(None)
 
-    def _changed(self, r: ProbeResult) -> bool:
-        alarm = self._cusum_completion.update(r.completion_fps)
+    def _changed(self, r: ProbeResult, center: float | None = None) -> bool:
+        """Feed the detectors one measurement; ``center``: the tracking centre it was
+        measured at. The completion rate is judged against its reference widened to
+        F0 x [min(1, c / c0), max(1, c / c0)], c0 the centre the reference was learned at:
+        F / a does not rise with the admit rate a (admitting fewer flows, at least as large
+        a fraction of them completes), so a deliberate move of the centre by a factor k
+        changes F by at most k. A drop below that band is a change of the network."""
+        low = high = 1.0
+        if center is not None:
+            if self._cusum_completion.reference is None or self._anchor is None:
+                self._anchor = center
+            ratio = center / self._anchor
+            low, high = min(1.0, ratio), max(1.0, ratio)
+        alarm = self._cusum_completion.update(r.completion_fps, low, high)
         if r.offered_fps is not None:
             alarm = self._cusum_offered.update(r.offered_fps) or alarm
         return alarm
@@ -441,6 +457,7 @@ class SessionController:
     def _reset_detectors(self) -> None:
         self._cusum_completion.reset()
         self._cusum_offered.reset()
+        self._anchor = None
 
     def _on_result(self, r: ProbeResult) -> None:
         self._evaluations.append(r)
@@ -638,7 +655,7 @@ class SessionController:
             offered = (lower.offered_fps + upper.offered_fps) / 2.0
         pair = ProbeResult(t.center, completion, upper.admitted_fps, offered, 0.0)
         every = p.research_every_windows
-        if self._changed(pair):
+        if self._changed(pair, t.center):
             # the newer probe's offered rate: the pair's mean may straddle the change
             self._restart(t.center, r.offered_fps)
             return
@@ -768,14 +785,22 @@ class SessionController:
         assert t is not None
         p = self._p
         new = min(max(center, p.floor_fps), max(self._upper_fps, p.floor_fps))
-        # a deliberate large move is not a change of the load: re-learn the references.
-        # "Larger than the drift" with a margin for rounding: strategy 2's balance step is
-        # capped at 2 probe offsets = the drift (0.1), and exp/log round-off made every
-        # capped step count as larger, re-learning the references at each pair of a walk
-        # down, so a capacity halving (completions 120 -> 50 flows/s over one pair) raised
-        # no alarm (run 20261127T221923Z-sim-paper-77c0c4b, strategy 2)
+        # A deliberate move is not a change of the load or the network. The offered SYN
+        # rate (retries included) depends on the admit rate in no known way: its reference
+        # is re-learned after a move larger than the drift ("larger" with a margin for
+        # rounding: strategy 2's balance step is capped at exactly the drift). The
+        # completion rate's reference stays, widened by the move (:meth:`_changed`), until
+        # the centre is ``reference_span`` from where it was learned. Re-learning it at
+        # every move larger than the drift, as both were until 2026-11-29, hid a capacity
+        # halving whenever the first pair after it stepped that far: the new reference was
+        # the halved rate (session-control-capacity at lab scale with delayed acks, strategy
+        # 1 detected it 92 s late, run 20261129T043417Z-sim-lab-220501a; strategy 2 at paper
+        # scale, run 20261127T221923Z-sim-paper-77c0c4b, before the margin).
         if abs(math.log(new / t.center)) > p.change_drift * (1.0 + 1e-9):
-            self._reset_detectors()
+            self._cusum_offered.reset()
+        if self._anchor is not None and abs(math.log(new / self._anchor)) > p.reference_span:
+            self._cusum_completion.reset()
+            self._anchor = None
         t.center = new
 
 

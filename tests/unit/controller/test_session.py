@@ -404,6 +404,51 @@ def test_cusum_alarms_on_shift_not_on_noise():
     assert alarms == [False, False, True]  # a 22 % rise adds 0.12 per sample over the drift
 
 
+def test_cusum_band_absorbs_a_move_and_judges_beyond_it():
+    # the band reference x [low, high]: a sample inside it adds nothing but the drift's
+    # credit; below low, the lower sum grows as far below reference x low as it is
+    banded = RelativeCusum(drift=0.1, threshold=0.3)
+    banded.update(100.0)
+    assert not any(banded.update(80.0, low=0.8) for _ in range(10))  # F followed a 0.8x move
+    assert not any(banded.update(125.0, high=1.25) for _ in range(10))
+    assert banded.update(40.0, low=0.8)  # 0.5 of the band's low edge: at once
+    plain = RelativeCusum(drift=0.1, threshold=0.3)
+    plain.update(100.0)
+    assert [plain.update(80.0) for _ in range(4)] == [False, False, False, True]
+    for low, high in [(0.0, 1.0), (1.2, 1.5), (0.5, 0.9)]:
+        with pytest.raises(ValueError, match="need 0 < low <= 1 <= high"):
+            plain.update(100.0, low=low, high=high)
+
+
+def test_strategy1_steps_do_not_hide_a_capacity_halving():
+    # Completions fall over two pairs (the capacity halves while a pair runs). Strategy 1's
+    # steps on a flat top grow x1.5 while they repeat (0.05, 0.075, 0.1125 in log); the
+    # third is larger than the CUSUM's drift, and re-learning the reference there (the code
+    # until 2026-11-29) made the halved rate the new normal: session-control-capacity, lab
+    # scale with delayed acks, detected the halving 92 s late. The reference now stays,
+    # widened by how far the centre moved, and the collapse alarms one pair later.
+    c = SessionController(SessionParams(strategy=1, settle_windows=0, measure_windows=1))
+    c.update(500.0, 20.0, 1.0, 500.0)  # baseline: ungated
+    while c.phase is not Phase.TRACK:  # search and confirm: F = a up to 100 flows/s
+        c.update(c.admit_fps or 500.0, min(c.admit_fps or 500.0, 100.0), 1.0, 500.0)
+    start = c.best_admit_fps
+    assert start is not None and start > 80.0
+
+    def pair(f: float) -> None:  # both probes complete f flows/s (a flat top)
+        for _ in range(2):
+            c.update(c.admit_fps or 0.0, f, 1.0, 500.0)
+
+    restarts = c.restarts
+    pair(40.0)  # the reference
+    pair(40.0)
+    pair(28.0)  # straddles the halving
+    centre = c.best_admit_fps
+    assert centre is not None and math.log(start / centre) == pytest.approx(0.2375, abs=1e-6)
+    assert c.restarts == restarts  # the three steps down were the search's own
+    pair(18.0)
+    assert c.restarts == restarts + 1
+
+
 @pytest.mark.parametrize("strategy", [1, 2])
 @pytest.mark.parametrize(("drain", "expected"), [(True, 20.0), (False, 80.0)])
 def test_drain_correction_counts_at_most_the_admissions(strategy, drain, expected):
