@@ -47,6 +47,11 @@ UNPACED_KBPS = 1_000_000  # tcp_cm's pacing cap far above any lab link: plain ke
 NO_PACING_KBPS = 0
 LONG_LIVED_BYTES = 100_000_000  # bulk flows on BMv2 send until their stop (tcp_cm)
 MAX_FRAME = 1518
+LAB_MTU = 1500  # the lab's veths (Mininet's default)
+ETHERNET_HEADER_BYTES = 14
+#: the largest segment kernel TCP sends on the lab's MTU (1448 B: timestamps on); a larger
+#: mss is clamped to it by the kernel without a word
+MAX_KERNEL_MSS = LAB_MTU + ETHERNET_HEADER_BYTES - TCP_HEADER_BYTES
 CLIENT_GRACE_S = 30.0  # a TCP client's time to write its records after its drain
 
 
@@ -147,6 +152,16 @@ def lab_topology(plan: Plan) -> LabTopology:
             f"bmv2 engine: experiment.payload makes {plan.frame} B frames; Ethernet frames "
             f"above {MAX_FRAME} B do not fit"
         )
+    kernel_tcp = [(g.name, g.mss) for g in plan.tcp if g.transport != "paced"]
+    kernel_tcp += [(a.name, a.mss) for a in plan.cm if a.app == "tcp"]
+    for name, mss in kernel_tcp:
+        if mss > MAX_KERNEL_MSS:
+            raise ValueError(
+                f"bmv2 engine: {name}: mss {mss} B is more than kernel TCP sends on the lab's "
+                f"{LAB_MTU} B MTU ({MAX_KERNEL_MSS} B); the kernel would clamp it silently "
+                "and the engines would not run the same flows. Larger segments run in the "
+                "simulator"
+            )
     for g in plan.tcp:
         if g.bulk and g.size < LONG_LIVED_BYTES:
             raise ValueError(

@@ -88,6 +88,36 @@ size = "300kB"
         lab_topology(load(path))
 
 
+@pytest.mark.parametrize(
+    ("section", "mss", "refused"),
+    [("tcp", 1448, False), ("tcp", 1449, True), ("cm", 1448, False), ("cm", 4030, True)],
+)
+def test_refuses_an_mss_the_kernel_would_clamp(
+    tmp_path: Path, section: str, mss: int, refused: bool
+) -> None:
+    # kernel TCP on the lab's 1500 B MTU sends at most 1448 B segments (timestamps on) and
+    # clamps a larger TCP_MAXSEG without a word: the simulator would run other segments
+    flow = (
+        f'{{ name = "t", src = "h1", dst = "r1", kind = "bulk", size = "1000MB", mss = "{mss}B" }}'
+        if section == "tcp"
+        else f'{{ name = "t", src = "h1", dst = "r1", app = "tcp", mss = "{mss}B" }}'
+    )
+    path = tmp_path / "mss.toml"
+    path.write_text(
+        f"""switches = ["s1", "s2"]
+hosts = [{{ name = "h1", switch = "s1" }}, {{ name = "r1", switch = "s2" }}]
+links = [{{ a = "s1", b = "s2", capacity = "100pkt/s" }}]
+{section} = [{flow}]
+"""
+    )
+    plan = load(path)
+    if refused:
+        with pytest.raises(ValueError, match=f"t: mss {mss} B is more than kernel TCP sends"):
+            lab_topology(plan)
+    else:
+        assert lab_topology(plan).switches == ["s1", "s2"]
+
+
 def test_ficcrd_lab_is_one_bottleneck_with_the_access_delays() -> None:
     from fairgate_exp.engines.bmv2 import tcp_sysctls
 
