@@ -34,20 +34,25 @@ from fairgate_exp.units import parse_time
 
 
 def detections(run: Path, variant: str, port: tuple[str, int]) -> list[float]:
-    """Times the search restarted: the controller's restart count went up (records
-    since the warm restart), else its gate went from a rate to none (a cold restart)."""
+    """Times the search restarted, in s of the run: the controller's restart count went
+    up (records since the warm restart), else its gate went from a rate to none (a cold
+    restart). BMv2's controller.jsonl carries wall time, and its t0.json the run's time 0
+    (the simulator's records start at 0 and have no t0.json)."""
     path = run / variant / "controller.jsonl"
     if not path.exists():
         return []
+    t0_path = run / variant / "t0.json"
+    t0 = float(json.loads(t0_path.read_text())["t0"]) if t0_path.exists() else 0.0
     recs = [
         r
         for r in map(json.loads, path.open())
         if (r.get("switch"), r.get("port")) == port and "admit_fps" in r
     ]
-    counted = [[r["t"], r["session_restarts"]] for r in recs if "session_restarts" in r]
+    counted = [[r["t"] - t0, r["session_restarts"]] for r in recs if "session_restarts" in r]
     if counted:
         return [float(t) for (t, n), (_, m) in zip(counted[1:], counted, strict=False) if n > m]
-    return [t + 0.0 for t in restarts([[r["t"], r["admit_fps"]] for r in recs], 0.0, math.inf)]
+    gate = [[r["t"] - t0, r["admit_fps"]] for r in recs]
+    return [t + 0.0 for t in restarts(gate, 0.0, math.inf)]
 
 
 def main(argv: list[str] | None = None) -> int:
