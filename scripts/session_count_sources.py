@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fairgate_exp.records import read_tcp_run
+from fairgate_exp.records import read_t0, read_tcp_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     print("variant     completed | " + " | ".join(cols) + " | from")
     for v in variants:
         vdir = args.run_dir / v
-        t0_path = vdir / "t0.json"
-        t0 = json.loads(t0_path.read_text())["t0"] if t0_path.exists() else 0.0
+        t0 = read_t0(vdir) or 0.0
         topo_path = vdir / "topology.json"
         if args.link is not None:
             link = args.link

@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from fairgate_exp.records import read_tcp_rows
+from fairgate_exp.records import read_t0, read_tcp_rows
 from fairgate_exp.settling import bins, completion_counts, mean_rate, restarts, settle_time
 from fairgate_exp.units import parse_time
 
@@ -41,8 +41,7 @@ def detections(run: Path, variant: str, port: tuple[str, int]) -> list[float]:
     path = run / variant / "controller.jsonl"
     if not path.exists():
         return []
-    t0_path = run / variant / "t0.json"
-    t0 = float(json.loads(t0_path.read_text())["t0"]) if t0_path.exists() else 0.0
+    t0 = read_t0(run / variant) or 0.0
     recs = [
         r
         for r in map(json.loads, path.open())

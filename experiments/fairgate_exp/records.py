@@ -13,6 +13,20 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+#: A BMv2 variant folder's time 0 (its controller.jsonl carries wall time; the simulator's
+#: records start at 0 and have none)
+T0_FILE = "t0.json"
+
+
+def write_t0(folder: Path, t0: float) -> None:
+    """Store a run's time 0 (wall clock) in ``folder``."""
+    (folder / T0_FILE).write_text(json.dumps({"t0": t0}) + "\n")
+
+
+def read_t0(folder: Path) -> float | None:
+    """The time 0 stored in ``folder``, or None when it has none."""
+    path = folder / T0_FILE
+    return float(json.loads(path.read_text())["t0"]) if path.is_file() else None
 
 
 def git_commit(short: bool = True) -> str:

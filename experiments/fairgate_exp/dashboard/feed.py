@@ -21,6 +21,7 @@ from fairgate_exp.load import ExperimentError, validate
 from fairgate_exp.metrics import port_rows
 from fairgate_exp.oracle import bottlenecks, maxmin_pps
 from fairgate_exp.plan import Plan, build_plan
+from fairgate_exp.records import read_t0
 
 ALGORITHMS = ("qfcp", "rcp", "lestas", "xcp", "ficcrd", "none")  # folders a run may hold
 
@@ -249,8 +250,7 @@ class AlgoFeed:
 
     def _t0(self) -> float | None:
         """BMv2 records carry wall time; the engine stores its time 0 in t0.json."""
-        path = self.folder / "t0.json"
-        return float(json.loads(path.read_text())["t0"]) if path.is_file() else None
+        return read_t0(self.folder)
 
     def _guess_t0(self, rec: dict[str, Any]) -> float | None:
         """A BMv2 record written before t0.json existed: time 0 from ports.csv's first row

@@ -22,6 +22,7 @@ from fairgate_exp.dashboard.gate import Gate
 from fairgate_exp.dashboard.server import Dashboard, make_app, new_token
 from fairgate_exp.engine import Engine
 from fairgate_exp.plan import FlowPlan, Plan
+from fairgate_exp.records import read_t0, write_t0
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 BMV2_FLOW_POLL_S = 0.5  # BMv2: how often the receivers' logs are copied to flows.jsonl
@@ -77,9 +78,9 @@ class Watched:
         self._folder = run_dir
         self.feed.attach(run_dir.parent)
         self.inner.build(plan, algo, run_dir)
-        t0 = run_dir / "t0.json"  # the BMv2 engine writes it; an engine that does not
-        if self.name == "bmv2" and not t0.exists():
-            t0.write_text(json.dumps({"t0": self.inner.t0}) + "\n")
+        # the BMv2 engine writes it; an engine that does not
+        if self.name == "bmv2" and read_t0(run_dir) is None:
+            write_t0(run_dir, self.inner.t0)
 
     def start_flow(self, flow: FlowPlan) -> None:
         self.inner.start_flow(flow)

@@ -25,6 +25,7 @@ from typing import Any
 
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import FRAME_OVERHEAD, CmPlan, FlowPlan, Plan, TcpPlan
+from fairgate_exp.records import write_t0
 from fairgate_exp.traffic import SENDER_MODE, tcp_specs
 from fairgate_hosts.apps.audio import audio_account
 from fairgate_p4.header import HEADER_BYTES
@@ -475,7 +476,7 @@ class Bmv2Engine:
         time.sleep(0.5)  # receivers bound
         self.t0 = time.time()
         # controller.jsonl carries wall time: its time 0, for the dashboard's replay
-        (run_dir / "t0.json").write_text(json.dumps({"t0": self.t0}) + "\n")
+        write_t0(run_dir, self.t0)
 
     def start_flow(self, flow: FlowPlan) -> None:
         assert self.ctx is not None and self.procs is not None and self._plan is not None
