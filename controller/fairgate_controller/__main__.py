@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from fairgate_controller.agent import ControlConfig
+from fairgate_controller.agent import SESSION_COMPLETIONS, ControlConfig
 from fairgate_controller.ficcrd import FiccrdConfig
 from fairgate_controller.topology import TopologyError, load
 
@@ -98,15 +98,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--session-completions",
-        choices=["downstream", "reverse", "same"],
-        default="downstream",
-        help="where session control counts completed flows (FINs) and admitted ones (SYNs "
-        "through, SYN-ACKs back): at the switch at the gated link's far end, the clients' "
-        "FINs and SYNs leaving its other ports, i.e. those that got through the gated "
-        "queue ('downstream', default; a gated port towards a host falls back to "
-        "'reverse'); the servers' FINs and SYN-ACKs leaving this switch's other ports "
-        "('reverse'; retransmitted when the clients' ACKs are dropped in the gated queue), "
-        "or FINs leaving the gated port itself ('same'; retransmitted FINs count again)",
+        choices=SESSION_COMPLETIONS,
+        default="servers",
+        help="where session control counts completed flows (first FINs: the switch counts "
+        "a retransmitted FIN as a repeat) and admitted ones (SYNs through, SYN-ACKs "
+        "back): the servers' FINs leaving this switch's other ports, sent once all of a "
+        "flow's data arrived, and the clients' SYNs leaving the far-end switch of the gated "
+        "link towards the servers ('servers', default); the clients' FINs and SYNs leaving "
+        "that far-end switch, i.e. those that got through the gated queue ('downstream'; "
+        "a client's FIN can get through before the data the queue dropped); for a gated "
+        "port towards a host both fall back to 'reverse': the servers' FINs and SYN-ACKs "
+        "leaving this switch's other ports ('reverse'); or FINs leaving the gated port "
+        "itself ('same')",
     )
     p.add_argument(
         "--q-ref",

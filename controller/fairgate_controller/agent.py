@@ -28,7 +28,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import finsy as fy
 from finsy.proto import p4r
@@ -73,6 +73,9 @@ from fairgate_p4.header import Bps_to_kbps, kbps_to_Bps
 LOG = logging.getLogger("fairgate.controller")
 
 Algo = Literal["qfcp", "rcp", "lestas", "xcp", "none"]
+# where session control counts a gated port's flows (SwitchAgent.session_counts)
+SessionCompletions = Literal["servers", "downstream", "reverse", "same"]
+SESSION_COMPLETIONS: tuple[str, ...] = get_args(SessionCompletions)
 INITIAL_INTERVAL_S = 0.05
 """d(0) of Lestas et al.: a port's control interval before any packet carried an RTT."""
 DUE_SLACK_S = 0.001
@@ -100,8 +103,8 @@ class ControlConfig:
     period_min_s: float = 0.001
     period_max_s: float = 1.0
     session_window_s: float = 1.0
-    # where session control counts flows (SwitchAgent.completions / handshakes)
-    session_completions: Literal["downstream", "reverse", "same"] = "downstream"
+    # where session control counts flows (SwitchAgent.session_counts)
+    session_completions: SessionCompletions = "servers"
     min_rate_kbps: int = 8
     q_ref_pkts: float = 10.0
     meter_burst: int = ent.METER_BURST_DEFAULT
@@ -674,16 +677,16 @@ class SwitchAgent:
 
     def _completions_sources(self) -> dict[int, str]:
         """Per gated port, where its session counts come from: the configured mode, but
-        "reverse" for a "downstream" port whose link leads to a host (no switch counts
-        its flows after the queue; logged). "downstream" needs the agents to share a
-        ``SessionBoard``: without one, a ValueError."""
+        "reverse" for a "downstream" or "servers" port whose link leads to a host (no
+        switch counts its flows after the queue; logged). Both need the agents to share
+        a ``SessionBoard``: without one, a ValueError."""
         mode = self.config.session_completions
         if self.config.session == "off":
             return {}
         out: dict[int, str] = {}
         for port in self.windows:
             out[port] = mode
-            if mode != "downstream":
+            if mode not in ("downstream", "servers"):
                 continue
             where = downstream_of(self.topo, self.spec.name, port)
             if where is None:
@@ -698,7 +701,7 @@ class SwitchAgent:
                 continue
             if self.board is None:
                 raise ValueError(
-                    f"{self.spec.name}: --session-completions downstream counts gated port "
+                    f"{self.spec.name}: --session-completions {mode} counts gated port "
                     f"{port}'s flows at {where.switch}: the agents must share a SessionBoard "
                     "(app.build_agents and the simulator pass one)"
                 )
@@ -708,33 +711,41 @@ class SwitchAgent:
 
     def session_counts(self, port: int, delta: Snapshot) -> tuple[int, int]:
         """(completions, handshakes) of gated `port` in this period, counted where
-        ``completions_from`` says: "downstream", the clients' FINs and SYNs that left
-        the neighbour switch towards the servers (they got through this port's queue;
-        session_counts.py); "reverse" / "same", ``completions`` and ``handshakes``
-        of this switch's own counters."""
+        ``completions_from`` says: "servers", the servers' first FINs leaving this
+        switch's other ports (``completions``) and the clients' SYNs that left the
+        neighbour switch towards the servers; "downstream", the clients' first FINs and
+        SYNs that left the neighbour (both got through this port's queue;
+        session_counts.py); "reverse" / "same", ``completions`` and ``handshakes`` of
+        this switch's own counters."""
         where = self.downstream.get(port)
         if where is None:
             return self.completions(port, delta), self.handshakes(port, delta)
         assert self.board is not None
         now = self.board.totals(where)
         if now is None:  # the neighbour not read yet
-            return 0, 0
-        counts = downstream_step(self.downstream_prev[port], now)
-        self.downstream_prev[port] = now
+            counts = (0, 0)
+        else:
+            counts = downstream_step(self.downstream_prev[port], now)
+            self.downstream_prev[port] = now
+        if self.completions_from.get(port) == "servers":
+            return self.completions(port, delta), counts[1]
         return counts
 
     def completions(self, port: int, delta: Snapshot) -> int:
-        """Flows completed through gated `port` in this period, counted as FINs.
+        """Flows completed through gated `port` in this period, counted as first FINs
+        (``FG_EVENT_FIN``: the switch's FIN filter counts a retransmitted copy as
+        ``FG_EVENT_FIN_REPEAT``).
 
         "same": FINs leaving `port` itself (the clients' FINs when clients send
-        through it). Under overload those FINs are dropped and retransmitted,
-        and each copy counts, so the measured completion rate grows with the
-        admit rate (seen in the session-control lab: 250-300 FIN/s counted
-        for 25 flows/s completed). "reverse" (the default): FINs leaving the
-        switch's other ports: the servers' FINs, sent once a flow's data has
-        all arrived, on the uncongested reverse path. This assumes the other
-        ports carry the reverse path of the gated port's flows and little else.
-        ("downstream", the default, counts at the next switch: ``session_counts``.)
+        through it). Under overload a client's FIN can leave the client before the
+        data the queue dropped arrives, so it counts flows not yet complete (seen in
+        the session-control lab, counting every copy: 250-300 FIN/s for 25 flows/s
+        completed). "servers" (the default) and "reverse": FINs leaving the switch's
+        other ports: the servers' FINs, sent once a flow's data has all arrived, on
+        the uncongested reverse path; their retransmissions (the client's ACK of
+        them dropped in the gated queue) are repeats. This assumes the other ports
+        carry the reverse path of the gated port's flows and little else.
+        ("downstream" counts at the next switch: ``session_counts``.)
         """
         if self.config.session_completions == "same":
             return event_count(delta, port, g.FG_EVENT_FIN)

@@ -67,6 +67,12 @@
 /* A SYN-ACK (a server accepted a handshake): counted on the reverse path of a gated port,
  * the flows actually admitted into the network (session control strategy 2). */
 #define FG_EVENT_SYNACK 5
+/* A FIN the switch's FIN filter has seen before (same flow, same sequence number): a
+ * retransmitted copy. FG_EVENT_FIN counts first copies only; all copies are the two summed.
+ * The filter (admission.p4, fin_filter) keeps the last FIN's sequence number per slot,
+ * slot = CRC-32 of the flow's addresses and ports mod FG_FIN_FILTER_SLOTS. */
+#define FG_EVENT_FIN_REPEAT 6
+#define FG_FIN_FILTER_SLOTS 65536
 
 /* ---- FICCRD (see ficcrd.p4 and docs/ficcrd.md) ---- */
 /* Size of fg_rd_t, the RD extension that follows fg_rate_t on RD kinds. */

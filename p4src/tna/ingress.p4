@@ -326,6 +326,22 @@ control SynAdmission(inout tna_headers_t hdr,
     @name(".session_events")
     Counter<bit<32>, bit<7>>(FG_SESSION_ENTRIES, CounterType_t.PACKETS) session_events;
 
+    /* The FIN filter (v1model: include/admission.p4): per slot the last FIN's
+     * sequence number; one stateful-ALU access answers whether it was this one. */
+    @name(".fin_filter")
+    Register<bit<32>, bit<16>>(FG_FIN_FILTER_SLOTS, 0) fin_filter;
+    Hash<bit<16>>(HashAlgorithm_t.CRC32) fin_slot;
+    RegisterAction<bit<32>, bit<16>, bit<1>>(fin_filter) filter_fin = {
+        void apply(inout bit<32> value, out bit<1> repeat) {
+            if (value == hdr.tcp.seq_no) {
+                repeat = 1;
+            } else {
+                repeat = 0;
+            }
+            value = hdr.tcp.seq_no;
+        }
+    };
+
     @name(".gate_syns")
     action gate_syns() {
         meta.syn_color = syn_meter.execute(ig_tm_md.ucast_egress_port[3:0]);
@@ -366,7 +382,13 @@ control SynAdmission(inout tna_headers_t hdr,
         } else if ((control_flags & TCP_FLAG_RST) != 0) {
             event = FG_EVENT_RST;
         } else if ((control_flags & TCP_FLAG_FIN) != 0) {
-            event = FG_EVENT_FIN;
+            bit<16> slot = fin_slot.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                         hdr.tcp.src_port, hdr.tcp.dst_port});
+            if (filter_fin.execute(slot) == 1) {
+                event = FG_EVENT_FIN_REPEAT;
+            } else {
+                event = FG_EVENT_FIN;
+            }
         } else {
             counted = false;
         }

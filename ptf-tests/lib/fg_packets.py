@@ -26,8 +26,10 @@ def udp(payload: bytes = b"x" * 32, sport: int = 40000, dport: int = 5000, **ip:
     return ipv4(**ip) / UDP(sport=sport, dport=dport) / Raw(payload)
 
 
-def tcp(flags: str = "S", sport: int = 40000, dport: int = 80, **ip: Any) -> Packet:
-    return ipv4(**ip) / TCP(sport=sport, dport=dport, flags=flags, seq=1000)
+def tcp(
+    flags: str = "S", sport: int = 40000, dport: int = 80, seq: int = 1000, **ip: Any
+) -> Packet:
+    return ipv4(**ip) / TCP(sport=sport, dport=dport, flags=flags, seq=seq)
 
 
 def fg(

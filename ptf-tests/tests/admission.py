@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import finsy as fy
+from scapy.layers.inet import TCP
+from scapy.layers.l2 import Ether
 
 from fairgate_p4 import generated as g
 from fg_base import FgTestBase
@@ -126,14 +129,51 @@ class UngatedPortsPass(AdmissionTest):
         self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_SYN_ADMITTED), 15)
 
 
+def fresh_seq() -> int:
+    """A sequence number no earlier run of the suite left in the FIN filter (the
+    switch's registers outlive a test)."""
+    return random.randrange(1, 2**32)
+
+
 class FinAndRstCounted(AdmissionTest):
     """FINs and RSTs (with or without ACK) are forwarded and counted per port."""
 
     def runTest(self) -> None:
         before = self.events()
         flags = ["FA", "FA", "FA", "F", "R", "R", "RA", "FPA"]
+        seq = fresh_seq()
         for i, f in enumerate(flags):
-            self.send(1, tcp(f, sport=30000 + i))
+            self.send(1, tcp(f, sport=30000 + i, seq=seq))
         self.assertEqual(len(self.collect(PORT)), len(flags))
         self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_FIN), 5)
         self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_RST), 3)
+
+
+class FinRepeatsCounted(AdmissionTest):
+    """The FIN filter: a FIN whose flow (addresses and ports) last sent a FIN at the same
+    sequence number counts as FG_EVENT_FIN_REPEAT, any other FIN as FG_EVENT_FIN. Every
+    copy leaves the port unchanged but for routing (MACs, TTL)."""
+
+    def runTest(self) -> None:
+        before = self.events()
+        seq = fresh_seq()
+        sent = [
+            ("FA", 31000, seq),  # first copy
+            ("FA", 31000, seq),  # retransmitted
+            ("FPA", 31000, seq),  # again, with PSH: the same FIN
+            ("FA", 31001, seq),  # another flow, the same sequence number: first
+            ("FA", 31000, (seq + 1) % 2**32 or 1),  # the first flow, another FIN: first
+            ("FA", 31000, (seq + 1) % 2**32 or 1),  # ... and its repeat
+            ("A", 31000, seq),  # no FIN: not counted, leaves the filter alone
+            ("FA", 31000, (seq + 1) % 2**32 or 1),  # still a repeat
+        ]
+        for flags, sport, s in sent:
+            self.send(1, tcp(flags, sport=sport, seq=s))
+        out = [Ether(b) for b in self.collect(PORT)]
+        self.assertEqual(
+            [(str(p[TCP].flags), p[TCP].sport, p[TCP].seq) for p in out],
+            [(f, sport, s) for f, sport, s in sent],
+        )
+        self.assertTrue(all(p.dst == H2_MAC and p.src == SWITCH_MAC for p in out))
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_FIN), 3)
+        self.assertEqual(self.event_delta(before, PORT, g.FG_EVENT_FIN_REPEAT), 4)

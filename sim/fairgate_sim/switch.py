@@ -21,7 +21,9 @@ into H_feedback. A port without factors stamps nothing; XCP acks are never touch
 from __future__ import annotations
 
 import bisect
+import socket
 import struct
+import zlib
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -171,6 +173,9 @@ class SimSwitch:
         #: queue depth -> queue_depth_hist bucket (the depths are small: a list index
         #: per packet instead of a bisection)
         self._qtable = bucket_table(self._qb)
+        #: admission.p4's FIN filter: per slot the last FIN seen, as (flow, sequence
+        #: number); the slot is the same CRC-32 of the addresses and ports
+        self._fins: list[tuple[bytes, int] | None] = [None] * g.FG_FIN_FILTER_SLOTS
 
     # ---- control plane -----------------------------------------------------------
     def add_port(self, port: OutputPort) -> None:
@@ -310,7 +315,7 @@ class SimSwitch:
                 if counted:
                     self.events[base | g.FG_EVENT_RST] += 1
             elif ctrl & _FIN and counted:
-                self.events[base | g.FG_EVENT_FIN] += 1
+                self.events[base | self._fin_event(pkt)] += 1
         out = self.ports.get(port)
         if out is None:
             self.stats.no_route += 1
@@ -321,6 +326,20 @@ class SimSwitch:
             c[1] = c[1] + pkt.size
         if not out.send(pkt):
             self.stats.queue_drops += 1
+
+    def _fin_event(self, pkt: Packet) -> int:
+        """FG_EVENT_FIN for a FIN's first copy, FG_EVENT_FIN_REPEAT for a retransmission
+        (admission.p4's filter). The simulator's sequence numbers start at 0 in every
+        flow where Linux's are random, so a slot compares the flow too: what a random
+        initial sequence number makes of the P4 filter's sequence-only compare."""
+        key = socket.inet_aton(pkt.src) + socket.inet_aton(pkt.dst)
+        key += struct.pack("!HH", pkt.sport, pkt.dport)
+        slot = zlib.crc32(key) % g.FG_FIN_FILTER_SLOTS
+        entry = (key, pkt.seq)
+        if self._fins[slot] == entry:
+            return g.FG_EVENT_FIN_REPEAT
+        self._fins[slot] = entry
+        return g.FG_EVENT_FIN
 
     # ---- egress ------------------------------------------------------------------
     def egress(self, port: int, pkt: Packet, enq_depth: int, t: float | None = None) -> None:

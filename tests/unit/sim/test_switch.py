@@ -120,6 +120,26 @@ def test_syn_gating_meter_and_session_events() -> None:
     assert len(got) == admitted + 2
 
 
+def test_fin_filter_counts_a_retransmitted_fin_as_a_repeat() -> None:
+    """admission.p4's FIN filter, as the simulator keeps it: a FIN whose flow's slot
+    holds its sequence number is a repeat; another flow's FIN, or the same flow's FIN at
+    another sequence number, is a first copy."""
+    clock, sw, got = _switch(rate_pps=10_000.0, depth=100)
+
+    def fin(sport: int, seq: int) -> Packet:
+        pkt = Packet(A, B, sport, 5001, 54, TCP, None, g.TCP_FLAG_FIN | g.TCP_FLAG_ACK)
+        pkt.seq = seq
+        return pkt
+
+    for i, (sport, seq) in enumerate([(40000, 900), (40000, 900), (40001, 900), (40000, 901)]):
+        clock.at(0.01 * i, sw.receive, fin(sport, seq))
+    clock.run(1.0)
+    base = 2 << g.FG_SESSION_EVENT_BITS
+    assert sw.events[base | g.FG_EVENT_FIN] == 3
+    assert sw.events[base | g.FG_EVENT_FIN_REPEAT] == 1
+    assert len(got) == 4  # counted, never dropped
+
+
 def test_unconfigured_meter_is_green() -> None:
     m = PacketMeter()
     assert all(m.execute(i * 1e-6) == g.FG_METER_GREEN for i in range(100))
