@@ -21,7 +21,6 @@ into H_feedback. A port without factors stamps nothing; XCP acks are never touch
 from __future__ import annotations
 
 import bisect
-import socket
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -174,7 +173,7 @@ class SimSwitch:
         #: per packet instead of a bisection)
         self._qtable = bucket_table(self._qb)
         #: admission.p4's FIN filter: per slot the last FIN seen, as (flow, sequence
-        #: number); the slot is the same CRC-32 of the addresses and ports
+        #: number); the slot is a CRC-32 of the addresses and ports
         self._fins: list[tuple[bytes, int] | None] = [None] * g.FG_FIN_FILTER_SLOTS
 
     # ---- control plane -----------------------------------------------------------
@@ -332,8 +331,8 @@ class SimSwitch:
         (admission.p4's filter). The simulator's sequence numbers start at 0 in every
         flow where Linux's are random, so a slot compares the flow too: what a random
         initial sequence number makes of the P4 filter's sequence-only compare."""
-        key = socket.inet_aton(pkt.src) + socket.inet_aton(pkt.dst)
-        key += struct.pack("!HH", pkt.sport, pkt.dport)
+        # the simulator's ports are connection numbers, which outgrow 16 bits
+        key = f"{pkt.src} {pkt.dst} {pkt.sport} {pkt.dport}".encode()
         slot = zlib.crc32(key) % g.FG_FIN_FILTER_SLOTS
         entry = (key, pkt.seq)
         if self._fins[slot] == entry:

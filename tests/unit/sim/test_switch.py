@@ -123,7 +123,8 @@ def test_syn_gating_meter_and_session_events() -> None:
 def test_fin_filter_counts_a_retransmitted_fin_as_a_repeat() -> None:
     """admission.p4's FIN filter, as the simulator keeps it: a FIN whose flow's slot
     holds its sequence number is a repeat; another flow's FIN, or the same flow's FIN at
-    another sequence number, is a first copy."""
+    another sequence number, is a first copy. (The simulator's ports are connection
+    numbers, beyond 16 bits.)"""
     clock, sw, got = _switch(rate_pps=10_000.0, depth=100)
 
     def fin(sport: int, seq: int) -> Packet:
@@ -131,7 +132,7 @@ def test_fin_filter_counts_a_retransmitted_fin_as_a_repeat() -> None:
         pkt.seq = seq
         return pkt
 
-    for i, (sport, seq) in enumerate([(40000, 900), (40000, 900), (40001, 900), (40000, 901)]):
+    for i, (sport, seq) in enumerate([(70000, 900), (70000, 900), (70001, 900), (70000, 901)]):
         clock.at(0.01 * i, sw.receive, fin(sport, seq))
     clock.run(1.0)
     base = 2 << g.FG_SESSION_EVENT_BITS
