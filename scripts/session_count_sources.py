@@ -4,7 +4,9 @@ port ("same"), those leaving the gated switch's other ports ("reverse", the serv
 the FINs and SYNs the next switch passed on towards the servers ("downstream"), and the
 counts the controller used (its ``completions_from``). From the controller's records
 (``controller.jsonl``: every port's ``fins``, ``syn_ungated`` and ``syn_admitted`` per
-period) and tcp.csv; rates in events per second.
+period) and tcp.csv; rates in events per second. Records since the switch's FIN filter
+(2026-11-29) count a FIN's first copy in ``fins`` (so "reverse" is then what the default
+``servers`` counts); older ones count every copy.
 
 ``python scripts/session_count_sources.py /work/results/session-control/<run> [variants...]``
 (the gated link from each variant's topology.json, BMv2 runs; ``--link s1:2-s2:2`` else)
