@@ -14,7 +14,7 @@ One JSON document (docs/topology-file.md has the full format)::
 Every switch port that leads somewhere has a capacity (the C of the rate
 algorithms); ``queue_rate_pps``/``queue_depth`` are what the lab sets on BMv2
 with Thrift (the real bottleneck); ``admission`` turns SYN gating on for the
-port(s) of that link. Errors name the offending entry precisely.
+host's port, or a link's ``a`` end (the data direction, as the queue settings). Errors name the offending entry precisely.
 """
 
 from __future__ import annotations
@@ -388,8 +388,9 @@ def parse(doc: Any) -> Topology:
         if a_sw == b_sw:
             raise TopologyError(f"{where}: a link from {a_sw} to itself")
         add_port(PortSpec(a_sw, a_port, f"{b_sw}:{b_port}", cap, qrate, qdepth, admission), where)
+        # the b end carries the answers (SYN-ACKs, acks): never gated
         add_port(
-            PortSpec(b_sw, b_port, f"{a_sw}:{a_port}", cap, qrate, qdepth, admission, False),
+            PortSpec(b_sw, b_port, f"{a_sw}:{a_port}", cap, qrate, qdepth, False, False),
             where,
         )
 

@@ -187,7 +187,7 @@ class LabTopology:
                     cap,
                     x.rate_pps,
                     x.depth,
-                    x.admission,
+                    x.admission and peer is not None,  # the a end only, as the file's
                     queue_end=peer is not None,
                 )
         return topo

@@ -81,6 +81,15 @@ def test_parse_dumbbell() -> None:
     assert topo.neighbours("s1") == [(3, "s2")]
 
 
+def test_a_links_admission_gates_its_a_end_only() -> None:
+    """A link's admission is the data direction's, as its queue settings: the b end
+    carries the servers' SYN-ACKs and acks and is never gated."""
+    topo = parse(dumbbell())
+    assert topo.ports[("s1", 3)].admission
+    assert not topo.ports[("s2", 2)].admission
+    assert [p.port for p in topo.switch_ports("s2") if p.admission] == []
+
+
 def test_round_trip_through_json(tmp_path: Path) -> None:
     topo = parse(dumbbell())
     path = tmp_path / "t.json"
