@@ -14,7 +14,8 @@ One JSON document (docs/topology-file.md has the full format)::
 Every switch port that leads somewhere has a capacity (the C of the rate
 algorithms); ``queue_rate_pps``/``queue_depth`` are what the lab sets on BMv2
 with Thrift (the real bottleneck); ``admission`` turns SYN gating on for the
-host's port, or a link's ``a`` end (the data direction, as the queue settings). Errors name the offending entry precisely.
+host's port, or a link's ``a`` end (the data direction, as the queue settings).
+Errors name the offending entry precisely.
 """
 
 from __future__ import annotations
