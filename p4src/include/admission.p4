@@ -20,17 +20,10 @@
 #define FG_ADMISSION_P4
 
 #include "headers.p4"
+#include "flow_tuple.p4"
 
-/* The FIN filter's key and scratch: header fields are not reset per packet
- * on BMv2 (only a header's validity bit is), and hashing a header hashes its
- * fields in place (docs/performance.md "Pipeline"). */
-header fin_key_t {
-    bit<32> src_addr;
-    bit<32> dst_addr;
-    bit<16> src_port;
-    bit<16> dst_port;
-}
-
+/* The FIN filter's scratch: header fields are not reset per packet on BMv2
+ * (only a header's validity bit is; docs/performance.md "Pipeline"). */
 header fin_scratch_t {
     bit<32> slot;
     bit<32> seen;
@@ -39,7 +32,7 @@ header fin_scratch_t {
 control SynAdmission(inout headers_t hdr,
                      inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
-    fin_key_t k;
+    flow_tuple_t k;
     fin_scratch_t f;
 
     @name(".syn_meter")
@@ -69,6 +62,7 @@ control SynAdmission(inout headers_t hdr,
         f.setValid();
         k.src_addr = hdr.ipv4.src_addr;
         k.dst_addr = hdr.ipv4.dst_addr;
+        k.protocol = hdr.ipv4.protocol;
         k.src_port = hdr.tcp.src_port;
         k.dst_port = hdr.tcp.dst_port;
         hash(f.slot, HashAlgorithm.crc32, 32w0, k, (bit<32>)FG_FIN_FILTER_SLOTS);

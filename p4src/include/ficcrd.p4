@@ -22,6 +22,7 @@
 #define FG_FICCRD_P4
 
 #include "headers.p4"
+#include "flow_tuple.p4"
 
 /* BMv2's standard_metadata.instance_type of an egress-to-egress clone. */
 #define FG_INSTANCE_E2E_CLONE 2
@@ -155,15 +156,6 @@ header ficcrd_scratch_t {
     bit<2>  pad;        /* BMv2 headers are whole bytes */
 }
 
-/* A TCP flow's 5-tuple, as FiccrdEgress hashes it into the flow key. */
-header ficcrd_tuple_t {
-    bit<32> src_addr;
-    bit<32> dst_addr;
-    bit<8>  protocol;
-    bit<16> src_port;
-    bit<16> dst_port;
-}
-
 control FiccrdEgress(inout headers_t hdr,
                      inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
@@ -268,7 +260,7 @@ control FiccrdEgress(inout headers_t hdr,
      * and fc_rtt_us, the fields that carry them into an RD clone (clone_rd)
      * anyway; counter indexes in meta.index. */
     ficcrd_scratch_t s;
-    ficcrd_tuple_t t;   /* the flow's 5-tuple, hashed into its key */
+    flow_tuple_t t;     /* the flow's 5-tuple, hashed into its key */
     bool    apr_up;     /* the APR step is upwards (p4c keeps it in expressions) */
 
     @hidden
