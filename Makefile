@@ -159,6 +159,8 @@ build-tna: $(STAMP)
 
 # Compiles every variant (whole program, base, base + each feature) and rewrites
 # the measured resource section of docs/hardware.md (about 15 minutes on 2 idle
-# cores; TNA_REPORT_ARGS="--variants no-ficcrd ficcrd-core" for fewer).
+# cores). TNA_REPORT_ARGS="--variants no-ficcrd ficcrd-core" compiles only those two
+# and reads every other row from build/tna's logs (it stops when those are missing or
+# older than the P4 source; docs/hardware.md).
 tna-report: $(STAMP)
 	$(PY) -m fairgate_p4.tna_resources report --target $(TNA_TARGET) $(TNA_REPORT_ARGS)

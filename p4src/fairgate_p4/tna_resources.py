@@ -8,7 +8,10 @@ writes the resource section of docs/hardware.md between its marker comments:
 stages, SRAM and TCAM blocks, stateful and statistics ALUs, hash distribution
 units and PHV bits per variant, from ``pipe/logs/resources.json``,
 ``metrics.json`` and ``table_summary.log``, plus the stage map of the whole
-program. Nothing in that section is typed by hand.
+program. Nothing in that section is typed by hand. ``report --variants A B`` compiles
+only A and B and reads every other row from its earlier compile's logs; it refuses
+(and compiles nothing) when those logs are missing or older than a P4 file the program
+includes, so the section never loses a row or shows a stale one.
 """
 
 from __future__ import annotations
@@ -188,6 +191,41 @@ def stages_from_log(text: str) -> dict[str, int]:
     return {g: int(n) for g, n in _STAGES.findall(last_round(text))}
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def p4_sources(program: Path = PROGRAM) -> list[Path]:
+    """The P4 files a TNA compile reads: ``program`` and every file it includes with
+    ``#include "..."`` (relative to the including file), followed through; the
+    compiler's own ``<...>`` headers are not ours."""
+    seen: dict[Path, None] = {}
+    todo = [program.resolve()]
+    while todo:
+        f = todo.pop()
+        if f in seen or not f.exists():
+            continue
+        seen[f] = None
+        todo += [(f.parent / name).resolve() for name in _INCLUDE.findall(f.read_text())]
+    return sorted(seen, key=str)
+
+
+def unusable_logs(
+    variants: list[str], target: str, out_root: Path, sources: list[Path]
+) -> dict[str, str]:
+    """Why each of ``variants`` has no logs a report can use: none at all, or logs
+    older than the newest of ``sources`` (a row from them would describe old code)."""
+    newest = max(sources, key=lambda f: f.stat().st_mtime, default=None)
+    why: dict[str, str] = {}
+    for variant in variants:
+        metrics = out_root / target / variant / "pipe" / "logs" / "metrics.json"
+        if not metrics.exists():
+            why[variant] = f"no logs ({metrics} missing)"
+        elif newest is not None and metrics.stat().st_mtime < newest.stat().st_mtime:
+            rel = newest.relative_to(TOP) if newest.is_relative_to(TOP) else newest
+            why[variant] = f"compiled before {rel} changed"
+    return why
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -316,10 +354,12 @@ def main(argv: list[str] | None = None) -> int:
         "--variants",
         nargs="+",
         choices=sorted(VARIANTS),
-        default=list(VARIANTS),
-        help="report only these variants (default: every one)",
+        help="compile only these; every other row comes from its earlier compile's logs "
+        "(default: compile every variant)",
     )
     args = parser.parse_args(argv)
+    if args.cmd == "report" and args.no_compile and args.variants:
+        parser.error("--variants names what to compile; --no-compile compiles nothing")
     if bf_p4c() is None and not getattr(args, "no_compile", False):
         print(MISSING_HINT, file=sys.stderr)
         return 2
@@ -328,12 +368,41 @@ def main(argv: list[str] | None = None) -> int:
         for variant in args.variant:
             failures += build_one(variant, args.target, args.out)
         return 1 if failures else 0
+    return report(args.target, args.out, args.doc, compile_only(args))
+
+
+def compile_only(args: argparse.Namespace) -> list[str]:
+    """The variants a report compiles: none, the named ones, or every one."""
+    if args.no_compile:
+        return []
+    return list(args.variants) if args.variants else list(VARIANTS)
+
+
+def report(target: str, out_root: Path, doc: Path, compiled: list[str]) -> int:
+    """Compile ``compiled``, then write every variant's row (the others from their
+    logs); 2 without compiling anything when another variant's logs cannot be used."""
+    kept = [v for v in VARIANTS if v not in compiled]
+    unusable = unusable_logs(kept, target, out_root, p4_sources())
+    if unusable:
+        print(
+            f"{doc.name}'s resource section lists every variant, and these have no "
+            "usable logs to read their rows from:",
+            file=sys.stderr,
+        )
+        for variant, why in unusable.items():
+            print(f"  {variant}: {why}", file=sys.stderr)
+        print(
+            "compile them too (add them to --variants, or drop --variants to compile "
+            "every one); nothing was compiled or written",
+            file=sys.stderr,
+        )
+        return 2
     rows: list[Resources] = []
     failed: dict[str, str] = {}
-    for variant in args.variants:
-        out = args.out / args.target / variant
-        if not args.no_compile:
-            res = compile_variant(variant, args.target, args.out)
+    for variant in VARIANTS:
+        out = out_root / target / variant
+        if variant in compiled:
+            res = compile_variant(variant, target, out_root)
             print(f"{variant}: rc {res.returncode}, {res.seconds:.0f} s", flush=True)
         try:
             row = read_resources(out, variant)
@@ -341,8 +410,8 @@ def main(argv: list[str] | None = None) -> int:
             failed[variant] = f"no logs ({exc.__class__.__name__})"
             continue
         rows.append(row)
-    write_doc(render(rows, failed, args.target), args.doc)
-    print(f"wrote the resource section of {args.doc}")
+    write_doc(render(rows, failed, target), doc)
+    print(f"wrote the resource section of {doc}")
     return 0
 
 
