@@ -327,16 +327,17 @@ control SynAdmission(inout tna_headers_t hdr,
     Counter<bit<32>, bit<7>>(FG_SESSION_ENTRIES, CounterType_t.PACKETS) session_events;
 
     /* The FIN filter (v1model: include/admission.p4): per slot the last FIN's
-     * sequence number; one stateful-ALU access answers whether it was this one. */
+     * sequence number; one stateful-ALU access answers with the FIN's event itself,
+     * so no stage is spent choosing it after the register. */
     @name(".fin_filter")
     Register<bit<32>, bit<16>>(FG_FIN_FILTER_SLOTS, 0) fin_filter;
     Hash<bit<16>>(HashAlgorithm_t.CRC32) fin_slot;
-    RegisterAction<bit<32>, bit<16>, bit<1>>(fin_filter) filter_fin = {
-        void apply(inout bit<32> value, out bit<1> repeat) {
+    RegisterAction<bit<32>, bit<16>, bit<3>>(fin_filter) filter_fin = {
+        void apply(inout bit<32> value, out bit<3> fin_event) {
             if (value == hdr.tcp.seq_no) {
-                repeat = 1;
+                fin_event = FG_EVENT_FIN_REPEAT;
             } else {
-                repeat = 0;
+                fin_event = FG_EVENT_FIN;
             }
             value = hdr.tcp.seq_no;
         }
@@ -384,11 +385,7 @@ control SynAdmission(inout tna_headers_t hdr,
         } else if ((control_flags & TCP_FLAG_FIN) != 0) {
             bit<16> slot = fin_slot.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
                                          hdr.tcp.src_port, hdr.tcp.dst_port});
-            if (filter_fin.execute(slot) == 1) {
-                event = FG_EVENT_FIN_REPEAT;
-            } else {
-                event = FG_EVENT_FIN;
-            }
+            event = filter_fin.execute(slot);
         } else {
             counted = false;
         }
