@@ -38,8 +38,9 @@ def test_stages_are_the_last_rounds() -> None:
     assert t.last_round("no rounds") == "no rounds"
 
 
-def test_stage_map_is_the_last_rounds(tmp_path: Path) -> None:
-    logs = tmp_path / "pipe" / "logs"
+def _write_logs(out: Path, srams: int = 1) -> None:
+    """The three logs read_resources reads, in one compile's output folder ``out``."""
+    logs = out / "pipe" / "logs"
     logs.mkdir(parents=True)
     (logs / "table_summary.log").write_text(SUMMARY)
     stage = {
@@ -49,31 +50,21 @@ def test_stage_map_is_the_last_rounds(tmp_path: Path) -> None:
     }
     resources = {"resources": {"mau": {"mau_stages": [stage]}}}
     (logs / "resources.json").write_text(json.dumps(resources))
-    mau = {"srams": 1, "tcams": 2, "map_rams": 3, "logical_tables": 3}
+    mau = {"srams": srams, "tcams": 2, "map_rams": 3, "logical_tables": 3}
     metrics = {"mau": mau, "phv": {"normal": [], "tagalong": []}}
     (logs / "metrics.json").write_text(json.dumps(metrics))
-    res = t.read_resources(tmp_path, "x")
-    assert (res.stages, res.ingress_stages, res.egress_stages) == (12, 10, 12)
-    assert sorted(res.stage_map) == [(0, ".a"), (3, ".b"), (11, "tbl_c")]
 
 
 def _fake_logs(root: Path, variant: str, srams: int = 1) -> None:
-    """The three logs read_resources reads, for one variant under ``root/tofino``."""
-    logs = root / "tofino" / variant / "pipe" / "logs"
-    logs.mkdir(parents=True)
-    (logs / "table_summary.log").write_text(SUMMARY)
-    stage = {
-        "meter_alus": {"meters": []},
-        "statistic_alus": {},
-        "hash_distribution_units": {"units": []},
-    }
-    (logs / "resources.json").write_text(
-        json.dumps({"resources": {"mau": {"mau_stages": [stage]}}})
-    )
-    mau = {"srams": srams, "tcams": 2, "map_rams": 3, "logical_tables": 3}
-    (logs / "metrics.json").write_text(
-        json.dumps({"mau": mau, "phv": {"normal": [], "tagalong": []}})
-    )
+    """One variant's logs where a report looks for them: ``root/tofino/<variant>``."""
+    _write_logs(root / "tofino" / variant, srams)
+
+
+def test_stage_map_is_the_last_rounds(tmp_path: Path) -> None:
+    _write_logs(tmp_path)
+    res = t.read_resources(tmp_path, "x")
+    assert (res.stages, res.ingress_stages, res.egress_stages) == (12, 10, 12)
+    assert sorted(res.stage_map) == [(0, ".a"), (3, ".b"), (11, "tbl_c")]
 
 
 def _doc(tmp_path: Path) -> Path:
