@@ -73,7 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"session_settling: {exc}", file=sys.stderr)
         return 2
-    end = max(parse_time(g["stop"]) for g in exp["tcp"])
+    if not exp.get("phases"):
+        print(
+            "session_settling: the file has no phases; this reads how the search settles "
+            "after each change of a phased file (session-control-capacity, "
+            "session-control-varying)",
+            file=sys.stderr,
+        )
+        return 2
+    duration = parse_time(exp["experiment"]["duration"])
+    end = max(parse_time(g["stop"]) if g.get("stop") else duration for g in exp["tcp"])
     starts = sorted(parse_time(ph["start"]) for ph in exp["phases"])
     regimes = list(zip(starts, [*starts[1:], end], strict=True))
     gated = next(v for v in exp["resolved"]["ports"].values() if v["gate_syn"])

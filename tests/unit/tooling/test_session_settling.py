@@ -50,3 +50,14 @@ def test_detections_are_in_seconds_of_the_run(tmp_path: Path, t0: float | None) 
     _write(tmp_path / "strategy1", t0, rows)
     got = session_settling.detections(tmp_path, "strategy1", GATED)
     assert got == pytest.approx([167.1, 320.1])
+
+
+def test_a_file_without_phases_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # session-control.toml: no phases, and tcp generators without a stop
+    exp = {"experiment": {"duration": "153s"}, "tcp": [{"name": "web"}], "phases": []}
+    (tmp_path / "experiment.json").write_text(json.dumps(exp))
+    (tmp_path / "tcp.csv").write_text("algo,fct_s\nstrategy1,1.5\n")
+    assert session_settling.main([str(tmp_path)]) == 2
+    assert "has no phases" in capsys.readouterr().err
