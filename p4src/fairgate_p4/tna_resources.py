@@ -214,13 +214,14 @@ def unusable_logs(
 ) -> dict[str, str]:
     """Why each of ``variants`` has no logs a report can use: none at all, or logs
     older than the newest of ``sources`` (a row from them would describe old code)."""
-    newest = max(sources, key=lambda f: f.stat().st_mtime, default=None)
+    times = {f: f.stat().st_mtime for f in sources}
+    newest = max(times, key=times.__getitem__, default=None)
     why: dict[str, str] = {}
     for variant in variants:
         metrics = out_root / target / variant / "pipe" / "logs" / "metrics.json"
         if not metrics.exists():
             why[variant] = f"no logs ({metrics} missing)"
-        elif newest is not None and metrics.stat().st_mtime < newest.stat().st_mtime:
+        elif newest is not None and metrics.stat().st_mtime < times[newest]:
             rel = newest.relative_to(TOP) if newest.is_relative_to(TOP) else newest
             why[variant] = f"compiled before {rel} changed"
     return why
@@ -368,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in args.variant:
             failures += build_one(variant, args.target, args.out)
         return 1 if failures else 0
-    return report(args.target, args.out, args.doc, compile_only(args))
+    return report(args.target, args.out, args.doc, to_compile=compile_only(args))
 
 
 def compile_only(args: argparse.Namespace) -> list[str]:
@@ -378,10 +379,10 @@ def compile_only(args: argparse.Namespace) -> list[str]:
     return list(args.variants) if args.variants else list(VARIANTS)
 
 
-def report(target: str, out_root: Path, doc: Path, compiled: list[str]) -> int:
-    """Compile ``compiled``, then write every variant's row (the others from their
+def report(target: str, out_root: Path, doc: Path, to_compile: list[str]) -> int:
+    """Compile ``to_compile``, then write every variant's row (the others from their
     logs); 2 without compiling anything when another variant's logs cannot be used."""
-    kept = [v for v in VARIANTS if v not in compiled]
+    kept = [v for v in VARIANTS if v not in to_compile]
     unusable = unusable_logs(kept, target, out_root, p4_sources())
     if unusable:
         print(
@@ -401,7 +402,7 @@ def report(target: str, out_root: Path, doc: Path, compiled: list[str]) -> int:
     failed: dict[str, str] = {}
     for variant in VARIANTS:
         out = out_root / target / variant
-        if variant in compiled:
+        if variant in to_compile:
             res = compile_variant(variant, target, out_root)
             print(f"{variant}: rc {res.returncode}, {res.seconds:.0f} s", flush=True)
         try:

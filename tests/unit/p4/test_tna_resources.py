@@ -91,7 +91,7 @@ def test_report_without_compiling_keeps_every_row(tmp_path: Path) -> None:
     for n, variant in enumerate(t.VARIANTS):
         _fake_logs(tmp_path, variant, srams=10 + n)
     doc = _doc(tmp_path)
-    assert t.report("tofino", tmp_path, doc, compiled=[]) == 0
+    assert t.report("tofino", tmp_path, doc, to_compile=[]) == 0
     text = doc.read_text()
     assert text.startswith("before\n") and text.endswith("after\n")
     assert "old section" not in text
@@ -111,7 +111,7 @@ def test_report_refuses_before_compiling_when_a_kept_row_has_no_logs(
     before = doc.read_text()
     compiles: list[str] = []
     monkeypatch.setattr(t, "compile_variant", lambda v, *_: compiles.append(v))
-    assert t.report("tofino", tmp_path, doc, compiled=["full"]) == 2
+    assert t.report("tofino", tmp_path, doc, to_compile=["full"]) == 2
     assert compiles == []  # refused before any compile
     assert doc.read_text() == before
     listed = [
