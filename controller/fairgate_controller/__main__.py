@@ -70,6 +70,15 @@ def parser() -> argparse.ArgumentParser:
         "(default: off)",
     )
     p.add_argument(
+        "--admit-rate",
+        type=float,
+        default=None,
+        metavar="FLOWS_PER_S",
+        help="a static SYN gate: this admit rate on every admission port, kept by the "
+        "controller (rewritten after a switch restart) and recorded per --session-window "
+        "as a search's would be; not with --session strategy1/2 (default: none)",
+    )
+    p.add_argument(
         "--period",
         type=period_arg,
         default=0.1,
@@ -213,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ControlConfig(
             algo=args.algo,
             session=args.session,
+            admit_fps=args.admit_rate,
             period_s=args.period,
             period_min_s=args.period_min,
             period_max_s=args.period_max,

@@ -43,6 +43,7 @@ from fairgate_controller.algorithms import (
     RcpController,
     SessionController,
     SessionParams,
+    StaticGate,
 )
 from fairgate_controller.records import Recorder
 from fairgate_controller.routes import compute_routes
@@ -97,6 +98,9 @@ class ControlConfig:
 
     algo: Algo = "qfcp"
     session: Literal["off", "strategy1", "strategy2"] = "off"
+    # a static gate: this admit rate (flows/s) on every admission port, kept and recorded
+    # by the controller as a search's would be (exclusive with a session strategy)
+    admit_fps: float | None = None
     period_s: float | None = 0.1  # None: every port follows its measured mean RTT
     # Bounds of a port's interval in "auto"; the defaults are what the data plane forces:
     # the RTT histogram's range (bucket 0 ends at 1 ms, RTTs above 1 s overflow).
@@ -123,6 +127,14 @@ class ControlConfig:
             raise ValueError(f"--q-ref must be a finite number >= 0, got {self.q_ref_pkts}")
         if not self.meter_burst >= 1:
             raise ValueError(f"meter burst must be >= 1, got {self.meter_burst}")
+        if self.admit_fps is not None:
+            if not (math.isfinite(self.admit_fps) and self.admit_fps > 0):
+                raise ValueError(f"--admit-rate must be > 0 flows/s, got {self.admit_fps}")
+            if self.session != "off":
+                raise ValueError(
+                    f"--admit-rate fixes the gate and --session {self.session} searches it: "
+                    "give one of them"
+                )
 
     def rate_controller(self, port: PortSpec, initial_Bps: float | None) -> RateController | None:
         common: dict[str, Any] = {
@@ -146,7 +158,9 @@ class ControlConfig:
         have none. The queue histogram's fine buckets are laid out around it."""
         return self.q_ref_pkts if self.algo == "lestas" else None
 
-    def session_controller(self) -> SessionController | None:
+    def session_controller(self) -> SessionController | StaticGate | None:
+        if self.admit_fps is not None:
+            return StaticGate(self.admit_fps)
         if self.session == "off":
             return None
         return SessionController(SessionParams(strategy=1 if self.session == "strategy1" else 2))
@@ -179,7 +193,7 @@ class SwitchAgent:
     # Python process; the switches share the lab's CPUs)
     register_read_every_s: float = 0.5
     rate_ctl: dict[int, RateController] = field(default_factory=dict)
-    session_ctl: dict[int, SessionController] = field(default_factory=dict)
+    session_ctl: dict[int, SessionController | StaticGate] = field(default_factory=dict)
     feedback: dict[int, tuple[int, bool]] = field(default_factory=dict)
     admit: dict[int, float | None] = field(default_factory=dict)
     prev: Snapshot | None = None  # the last read; None: re-baseline at the next one
@@ -430,6 +444,8 @@ class SwitchAgent:
                 sctl = self.config.session_controller()
                 if sctl is not None:
                     self.session_ctl[port.port] = sctl
+                if isinstance(sctl, StaticGate):  # its rate from the first write on
+                    self.admit.setdefault(port.port, sctl.admit_fps)
 
     # ---- one period ----------------------------------------------------------
     def _wire(self, sw: fy.Switch) -> tuple[CounterReader, UpdateEncoder] | None:
@@ -681,7 +697,7 @@ class SwitchAgent:
         switch counts its flows after the queue; logged). Both need the agents to share
         a ``SessionBoard``: without one, a ValueError."""
         mode = self.config.session_completions
-        if self.config.session == "off":
+        if self.config.session == "off" and self.config.admit_fps is None:
             return {}
         out: dict[int, str] = {}
         for port in self.windows:

@@ -50,6 +50,27 @@ def test_cm_macroflow_shares_fairly_next_to_a_competitor(tmp_path: Path) -> None
     assert audio["flows"]["voice-audio"]["mean_pps"] > 0, audio["flows"]
 
 
+def test_a_static_gate_is_the_controllers_and_recorded(tmp_path: Path) -> None:
+    """A static gate (``admit_rate``) holds completions to its rate, and the controller
+    that keeps it records the gated port and each session window, as for a search."""
+    import csv
+    import json
+
+    summary = run_file(tmp_path, "session-gate")
+    run_dir = next(tmp_path.rglob("summary.json")).parent
+    assert summary["results"]["static-10"]["variant"]["admit_fps"] == 10.0
+    rows = list(csv.DictReader((run_dir / "ports.csv").open()))
+    gated = [r for r in rows if r["algo"] == "static-10" and float(r["t"]) >= 5.0]
+    assert gated and sum(int(r["departure_pkts"]) for r in gated) > 0
+    records = (run_dir / "static-10" / "controller.jsonl").read_text().splitlines()
+    windows = [w for w in map(json.loads, records) if "window_completions_fps" in w]
+    assert windows and all(w["session_phase"] == "static" for w in windows)
+    assert all(w["admit_fps"] == 10.0 for w in windows)
+    admitted = [w["window_admitted_fps"] for w in windows[1:]]
+    assert max(admitted) <= 10.0 + 5 / 2  # the meter's rate, plus its burst over 2 s
+    assert sum(w["window_completions_fps"] for w in windows[1:]) > 0
+
+
 def _processes_mentioning(text: str) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():

@@ -94,21 +94,3 @@ class LabContext:
         path = self.run_dir / "hosts" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
-
-
-def write_meter(topo_path: Path, switch: str, port: int, admit_fps: float) -> None:
-    """A static SYN admit rate on one gated port (P4Runtime, as the controller writes it)."""
-    from fairgate_controller.entities import meter_entry
-    from fairgate_controller.sync_client import SyncSwitch
-    from fairgate_p4 import artifacts
-
-    spec = json.loads(topo_path.read_text())
-    addr = next(s["grpc_addr"] for s in spec["switches"] if s["name"] == switch)
-    with SyncSwitch(
-        addr,
-        artifacts.p4info_path("fairgate"),
-        artifacts.bmv2_json_path("fairgate"),
-        election_id=20,
-        name=switch,
-    ) as p4:
-        p4.modify(meter_entry(port, admit_fps))

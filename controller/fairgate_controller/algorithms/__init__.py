@@ -10,7 +10,7 @@ from .lestas import LestasController
 from .measure import PortMeasurement
 from .qfcp import QfcpController
 from .rcp import RcpController
-from .session import Phase, ProbeResult, SessionController, SessionParams
+from .session import Phase, ProbeResult, SessionController, SessionParams, StaticGate
 from .xcp import XcpController, XcpDecision
 from .xcp_types import XcpSample
 
@@ -28,6 +28,7 @@ __all__ = [
     "RelativeCusum",
     "SessionController",
     "SessionParams",
+    "StaticGate",
     "XcpController",
     "XcpDecision",
     "XcpSample",

@@ -46,6 +46,7 @@ class Phase(Enum):
     CONFIRM = "confirm"
     TRACK = "track"
     UNGATED = "ungated"
+    STATIC = "static"  # a fixed admit rate (:class:`StaticGate`), no search
 
 
 @dataclass(frozen=True, slots=True)
@@ -802,6 +803,50 @@ class SessionController:
             self._cusum_completion.reset()
             self._anchor = None
         t.center = new
+
+
+class StaticGate:
+    """A fixed admit rate on a gated port, fed the same windows as a
+    :class:`SessionController`: the controller keeps the gate (and rewrites it after a
+    switch restart) and records each window's counts, so a static gate's run carries
+    the same telemetry as a search's."""
+
+    def __init__(self, admit_fps: float) -> None:
+        check_positive("admit_fps", admit_fps)
+        self._admit = admit_fps
+
+    @property
+    def phase(self) -> Phase:
+        return Phase.STATIC
+
+    @property
+    def restarts(self) -> int:
+        return 0
+
+    @property
+    def admit_fps(self) -> float:
+        return self._admit
+
+    def update(
+        self,
+        admitted_syns: float,
+        completions: float,
+        window_s: float,
+        offered_syns: float | None = None,
+        connections: float | None = None,
+    ) -> float:
+        """One window's counts (checked as :meth:`SessionController.update` checks them,
+        then unused); the admit rate stays."""
+        check_positive("window_s", window_s)
+        for name, value in (
+            ("admitted_syns", admitted_syns),
+            ("completions", completions),
+            ("offered_syns", offered_syns),
+            ("connections", connections),
+        ):
+            if value is not None:
+                check_non_negative(name, value)
+        return self._admit
 
 
 def clearly_better(upper: ProbeResult, lower: ProbeResult, z: float) -> bool:

@@ -31,7 +31,7 @@ from fairgate_hosts.apps.audio import audio_account
 from fairgate_p4.header import HEADER_BYTES
 from fairgate_sim.tcp import TCP_HEADER_BYTES
 from fairgate_topo.labnet import LabHost, LabLink, LabNet, LabTopology
-from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl, write_meter
+from fairgate_topo.labrun import PY, SYSCTLS, LabContext, read_jsonl
 from fairgate_topo.procs import ProcessGroup, Tracked
 from fairgate_topo.switch_cli import set_queue
 
@@ -370,7 +370,8 @@ def cm_peer_names(app: CmPlan, ip: str, records: list[dict[str, Any]]) -> dict[s
 
 def controller_args(plan: Plan, algo: str | None = None) -> list[str]:
     """The controller's options from the file: control period, q_ref, minimum rate,
-    for a session-control variant the strategy, and FICCRD's tables for ``ficcrd``."""
+    for a session-control variant the strategy or its static admit rate (the controller
+    keeps a static gate and records its windows), and FICCRD's tables for ``ficcrd``."""
     period = "auto" if plan.period_s is None else f"{plan.period_s:g}"
     extra = ["--period", period, "--period-min", f"{plan.period_min_s:g}"]
     extra += ["--period-max", f"{plan.period_max_s:g}", "--q-ref", f"{plan.q_ref_pkts:g}"]
@@ -378,6 +379,9 @@ def controller_args(plan: Plan, algo: str | None = None) -> list[str]:
     v = plan.variant
     if v is not None and v.session != "off":
         extra += ["--session", v.session, "--session-window", f"{plan.session_window_s:g}"]
+    elif v is not None and v.admit_fps is not None:
+        extra += ["--admit-rate", f"{v.admit_fps:g}", "--session-window"]
+        extra += [f"{plan.session_window_s:g}"]
     if algo == "ficcrd":
         fic = plan.file.ficcrd
         extra += ["--ficcrd", "--ficcrd-k", str(fic.rd_interval), "--ficcrd-core", fic.core]
@@ -437,13 +441,7 @@ class Bmv2Engine:
         doc["comment"] = f"written by fairgate_exp from {plan.path} (scale {plan.scale})"
         self.net.topo_path.write_text(json.dumps(doc, indent=2) + "\n")
         self.ctx = LabContext(plan.name, algo, run_dir, self.net, self.procs)
-        ctl = self.ctx.start_controller(controller_algo(algo), controller_args(plan, algo))
-        v = plan.variant
-        if v is not None and v.session == "off" and v.admit_fps is not None:
-            # as the lab: the switch keeps routes and gates; we own the meters
-            self.procs.stop(ctl)
-            for sw, port in plan.gated:
-                write_meter(self.net.topo_path, sw, port, v.admit_fps)
+        self.ctx.start_controller(controller_algo(algo), controller_args(plan, algo))
         paced = [g.dst for g in plan.tcp if g.paced(algo)]
         cm = [a.dst for a in plan.cm if a.app != "tcp"]
         holds = receiver_holds(plan)

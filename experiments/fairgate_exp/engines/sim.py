@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from fairgate_controller.agent import ControlConfig
-from fairgate_controller.entities import METER_BURST_DEFAULT
 from fairgate_controller.ficcrd import FiccrdConfig
 from fairgate_exp.engine import controller_algo
 from fairgate_exp.plan import LINE_RATE_BPS, CmPlan, FlowPlan, Plan, TcpPlan
@@ -44,7 +43,8 @@ def port_params(pps: float | None, bps: float | None, depth: int, delay_s: float
 
 
 def control_config(plan: Plan, algo: str) -> ControlConfig:
-    session = plan.variant.session if plan.variant is not None else "off"
+    v = plan.variant
+    session = v.session if v is not None else "off"
     fic = plan.file.ficcrd
     return ControlConfig(
         algo=controller_algo(algo),  # type: ignore[arg-type]
@@ -57,6 +57,8 @@ def control_config(plan: Plan, algo: str) -> ControlConfig:
         q_ref_pkts=plan.q_ref_pkts,
         min_rate_kbps=plan.min_rate_kbps,
         session=session,  # type: ignore[arg-type]
+        # a static gate: the controller keeps it and records its windows, as on BMv2
+        admit_fps=v.admit_fps if v is not None and session == "off" else None,
         session_window_s=plan.session_window_s,
     )
 
@@ -151,10 +153,6 @@ class SimEngine:
         records = run_dir / "controller.jsonl"
         records.parent.mkdir(parents=True, exist_ok=True)
         self.ctl = SimController(self.net, control_config(plan, algo), MemoryRecorder(records))
-        v = plan.variant
-        if v is not None and v.session == "off" and v.admit_fps is not None:
-            for sw, port in plan.gated:  # a static gate: the meter as the lab writes it
-                self.net.switches[sw].set_meter(port, v.admit_fps, METER_BURST_DEFAULT)
         for f in plan.flows:
             if f.dst not in self.receivers:
                 core = ReceiverCore(round(plan.hosts[f.dst].ack_delay_s * 1e6))

@@ -15,6 +15,7 @@ from fairgate_controller.algorithms import (
     RelativeCusum,
     SessionController,
     SessionParams,
+    StaticGate,
 )
 from fairgate_controller.algorithms.session import clearly_better, pooled
 
@@ -667,3 +668,20 @@ def test_a_confirmation_that_loses_to_the_first_baseline_measures_no_gating_afre
     assert c.phase is Phase.TRACK, c.phase
     assert ungated_after  # no gating was measured again after the search
     assert c.baseline is not None and c.baseline.completion_fps == pytest.approx(20.0)
+
+
+def test_a_static_gate_keeps_its_rate_and_checks_its_windows():
+    gate = StaticGate(50.0)
+    assert gate.phase is Phase.STATIC and gate.restarts == 0 and gate.admit_fps == 50.0
+    for completions in (0, 10, 400):  # whatever completes, the gate stays
+        assert gate.update(60, completions, 2.0, 250, 55) == 50.0
+    assert gate.update(60, 30, 2.0) == 50.0  # offered and connections unknown
+    with pytest.raises(ValueError, match="window_s"):
+        gate.update(60, 30, 0.0)
+    with pytest.raises(ValueError, match="completions"):
+        gate.update(60, -1, 2.0)
+    with pytest.raises(ValueError, match="connections"):
+        gate.update(60, 30, 2.0, 250, math.nan)
+    for bad in (0.0, -5.0, math.inf):
+        with pytest.raises(ValueError, match="admit_fps"):
+            StaticGate(bad)

@@ -4,6 +4,7 @@ it writes each period, how it resumes, and that a backup never writes."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -275,6 +276,73 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
             assert windows[-1]["session_phase"] == "search"
 
     run(scenario())
+
+
+def test_a_static_gate_is_written_at_install_and_its_windows_recorded() -> None:
+    """``admit_fps`` (--admit-rate): the admission port's meter holds that rate from the
+    install on, is never rewritten while it stays, and every window is recorded as a
+    search's is (counts, phase "static"); a switch that restarted gets it back."""
+
+    async def scenario() -> None:
+        fake = FakeP4Runtime()
+        clock = Clock()
+        async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
+            agent = agent_for(
+                parse(dumbbell()),
+                clock,
+                admit_fps=50.0,
+                session_window_s=1.0,
+                session_completions="reverse",  # one switch's counters (this fake)
+            )
+            await agent.install(sw)
+            meter_id = fake.schema.meters[g.METER_SYN_METER].id
+            cfg = fake.meters[(meter_id, BOTTLENECK)]
+            assert cfg is not None and cfg.cir == cfg.pir == 50
+            writes = len(fake.writes)
+            await agent.step(sw)
+            windows = []
+            for i in range(1, 9):
+                clock.t += 0.5
+                base = BOTTLENECK << g.FG_SESSION_EVENT_BITS
+                fake.set_counter(
+                    g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_SYN_ADMITTED, 50 * i, 0
+                )
+                fake.set_counter(
+                    g.COUNTER_SESSION_EVENTS,
+                    (1 << g.FG_SESSION_EVENT_BITS) | g.FG_EVENT_FIN,
+                    20 * i,
+                    0,
+                )
+                await agent.step(sw)
+                latest = agent.recorder.latest[("s1", BOTTLENECK)]
+                if "window_completions_fps" in latest:
+                    windows.append(latest)
+            assert len(windows) == 4
+            for w in windows:
+                assert w["session_phase"] == "static" and w["admit_fps"] == 50.0
+                assert w["window_admitted_fps"] == pytest.approx(100.0)  # 50 per 0.5 s
+                assert w["window_completions_fps"] == pytest.approx(40.0)
+            meters = [
+                u
+                for _eid, w in fake.writes[writes:]
+                for u in w.updates
+                if u.entity.HasField("meter_entry")
+            ]
+            assert meters == []  # the rate stayed: no meter written after the install
+            fake.meters[(meter_id, BOTTLENECK)] = None  # the switch restarted
+            await agent.install(sw)
+            cfg = fake.meters[(meter_id, BOTTLENECK)]
+            assert cfg is not None and cfg.cir == cfg.pir == 50
+
+    run(scenario())
+
+
+def test_a_static_gate_excludes_a_search() -> None:
+    with pytest.raises(ValueError, match="give one of them"):
+        ControlConfig(session="strategy1", admit_fps=50.0)
+    for bad in (0.0, -1.0, math.nan):
+        with pytest.raises(ValueError, match="--admit-rate must be > 0"):
+            ControlConfig(admit_fps=bad)
 
 
 def test_refused_writes_are_logged_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:

@@ -88,6 +88,8 @@ def test_records_and_live_table(tmp_path: Path) -> None:
         (["--period-min", "2", "--period-max", "1"], "need 0 < period_min <= period_max"),
         (["--election-id", "ten"], "argument --election-id: invalid int value"),
         (["--records", "."], "--records .: is a directory"),
+        (["--admit-rate", "0"], "--admit-rate must be > 0 flows/s"),
+        (["--admit-rate", "50", "--session", "strategy2"], "give one of them"),
     ],
 )
 def test_bad_options_one_line_exit_2(

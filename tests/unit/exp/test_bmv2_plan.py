@@ -55,6 +55,27 @@ flows = [{ name = "f", src = "h1", dst = "r1" }]
         lab_topology(load(path))
 
 
+def test_static_gates_and_searches_are_the_controllers() -> None:
+    """Every session-control variant runs the controller: a static gate as
+    ``--admit-rate`` (the controller keeps the meter and records its windows, so the
+    static columns carry the port telemetry the simulator's do), a search as
+    ``--session``; no gating passes neither."""
+    from fairgate_exp.engines.bmv2 import controller_args
+
+    plan = load(EXPERIMENTS_DIR / "session-control.toml")
+    by = {v.name: controller_args(plan.with_variant(v), "none") for v in plan.variants}
+
+    def opt(args: list[str], flag: str) -> str | None:
+        return args[args.index(flag) + 1] if flag in args else None
+
+    assert opt(by["static-50"], "--admit-rate") == "50"
+    assert opt(by["static-50"], "--session-window") == "2"
+    assert opt(by["static-50"], "--session") is None
+    assert opt(by["strategy2"], "--session") == "strategy2"
+    assert opt(by["strategy2"], "--admit-rate") is None
+    assert "--admit-rate" not in by["none"] and "--session" not in by["none"]
+
+
 def test_session_control_maps_the_gate_and_tcp_settings() -> None:
     from fairgate_exp.engines.bmv2 import tcp_sysctls
 

@@ -107,6 +107,19 @@ variants = ["gate-10"]
     assert any(r["syn_retrans"] not in ("", "0") for r in gated_rows)
     assert all(int(r["retrans"]) >= int(r["syn_retrans"] or 0) for r in gated_rows)
     assert json.loads((run_dir / "summary.json").read_text())["algos"] == ["open", "gate-10"]
+    # the controller keeps the gate and records its windows, as it does on BMv2
+    windows = [
+        r
+        for r in map(json.loads, (run_dir / "gate-10" / "controller.jsonl").open())
+        if "window_completions_fps" in r
+    ]
+    assert windows and all(r["session_phase"] == "static" for r in windows)
+    assert all(r["admit_fps"] == 10.0 for r in windows)
+    admitted = [r["window_admitted_fps"] for r in windows[1:]]
+    assert max(admitted) <= 10.0 + 5 / 2  # the meter's rate, plus its burst over 2 s
+    assert sum(admitted) / len(admitted) == pytest.approx(10.0, rel=0.15)
+    opened = (run_dir / "open" / "controller.jsonl").read_text()
+    assert "window_completions_fps" not in opened
 
 
 def test_session_control_file_matches_the_old_path_and_the_lab(
