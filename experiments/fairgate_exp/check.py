@@ -8,7 +8,14 @@ from typing import Any
 
 from fairgate_exp import units
 from fairgate_exp.flows import instances
-from fairgate_exp.schema import TCP_METRICS, Expect, ExperimentFile, Measured, Selector
+from fairgate_exp.schema import (
+    TCP_METRICS,
+    Agree,
+    Expect,
+    ExperimentFile,
+    Measured,
+    Selector,
+)
 
 
 def _err(msg: str) -> Exception:
@@ -119,6 +126,8 @@ def check(exp: ExperimentFile) -> None:
         where = f"measure.metrics[{i}] ({m.metric})"
         _check_selectors(exp, where, m, flows, variants, phases)
         _check_measured(where, m)
+    for i, a in enumerate(exp.agree):
+        _check_agree(exp, f"agree[{i}] ({a.metric})", a, variants)
     check_scale_sets(exp)
     if exp.sweep is not None:
         doc = exp.model_dump(mode="json", exclude={"sweep"})
@@ -208,6 +217,20 @@ def _check_feasible(exp: ExperimentFile, where: str, e: Selector) -> None:
             raise _err(
                 f"{where}: feasible compares static gates: versus variant {v!r} has no admit_rate"
             )
+
+
+def _check_agree(exp: ExperimentFile, where: str, a: Agree, variants: list[str]) -> None:
+    """An engines' agreement names a TCP generator and the file's variants."""
+    gens = [t.name for t in exp.tcp]
+    if not gens:
+        raise _err(f"{where}: {a.metric} needs TCP flows ([[tcp]])")
+    if a.tcp is None and len(gens) > 1:
+        raise _err(f"{where}: name the TCP generator (tcp = one of {gens})")
+    if a.tcp is not None and a.tcp not in gens:
+        raise _err(f"{where}: unknown TCP generator {a.tcp!r}{_near(a.tcp, gens)}")
+    for v in a.variants or a.best_of or []:
+        if v not in variants:
+            raise _err(f"{where}: unknown variant {v!r}{_near(v, variants)}")
 
 
 def _check_bounds(exp: ExperimentFile, where: str, e: Expect) -> None:

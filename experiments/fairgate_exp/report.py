@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fairgate_exp import settling
+from fairgate_exp.report_agree import agreement_rows
 from fairgate_exp.report_archive import Refreshed, refresh
 from fairgate_exp.report_keep import Kept, experiment_names, merge, previous_sections
 
@@ -167,8 +168,8 @@ def _rel(path: Path) -> str:
 
 def experiment_files(experiments: Path) -> dict[str, dict[str, Any]]:
     """name -> the raw TOML of ``experiments/<name>.toml`` (only the fields the report
-    shows are read: [experiment] title/paper, [paper], [sweep]); unreadable files are skipped
-    (``make sim`` reports them)."""
+    shows are read: [experiment] title/paper, [paper], [sweep], [[agree]]); unreadable files
+    are skipped (``make sim`` reports them)."""
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(experiments.glob("*.toml")):
         try:
@@ -231,7 +232,11 @@ def sections(results: Path | Sequence[Path], experiments: Path | None = None) ->
                 "",
             ]
         else:
-            sec.lines += _records(by)
+            records = _records(by)
+            # the engines' agreement just above the closing "Records:" line
+            at = max(i for i, x in enumerate(records) if x.startswith("Records: "))
+            records[at:at] = agreement_rows(by, raw.get("agree", []), _fmt)
+            sec.lines += records
             sec.columns = [f"{e} {sc} {a}" for (e, sc), s in sorted(by.items()) for a in s["algos"]]
             sec.used += [("run", Path(d)) for s in by.values() for d in s["_dirs"]]
         out.append(sec)

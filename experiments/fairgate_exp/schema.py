@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from fairgate_exp import units
 
@@ -395,6 +395,29 @@ class Measure(Strict):
     metrics: list[Annotated[Measured, BeforeValidator(_measured)]] = Field(default_factory=list)
 
 
+class Agree(Strict):
+    """The simulator against BMv2 on one figure of the same file at the same scale,
+    judged by ``make report`` from each engine's newest record (a run of one engine has
+    nothing to compare, so no run judges it). BMv2 is the behavioural reference: the
+    verdict passes when |sim - bmv2| <= ``within`` x bmv2."""
+
+    metric: Literal["completion_rate"]  # a TCP generator's completed flows/s, judged window
+    tcp: Name | None = None  # the generator; default: the file's only one
+    variants: list[Name] | None = None  # each compared on its own
+    best_of: list[Name] | None = None  # the best of these in each engine (may differ)
+    within: Fraction
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> Agree:
+        if (self.variants is None) == (self.best_of is None):
+            raise ValueError("give variants (each compared) or best_of (the best compared)")
+        if not (self.variants or self.best_of):
+            raise ValueError("variants / best_of: name at least one variant")
+        if not self.within > 0:
+            raise ValueError(f"within must be > 0, got {self.within}")
+        return self
+
+
 class Sweep(Strict):
     grid: dict[str, list[Any]] = Field(default_factory=dict)  # "links.0.capacity" -> values
     # Paths whose lists (all of the first grid list's length) vary together with the first
@@ -426,6 +449,7 @@ class ExperimentFile(Strict):
     capacity_changes: list[CapacityChange] = Field(default_factory=list)
     measure: Measure = Field(default_factory=Measure)
     expect: list[Expect] = Field(default_factory=list)
+    agree: list[Agree] = Field(default_factory=list)  # sim vs BMv2, judged by the report
     ficcrd: Ficcrd = Field(default_factory=Ficcrd)
     paper: dict[str, str | float | int] = Field(default_factory=dict)  # printed beside ours
     sweep: Sweep | None = None

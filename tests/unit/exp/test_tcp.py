@@ -308,3 +308,36 @@ def test_measured_completion_rates_per_variant_and_against_others(tmp_path: Path
     assert ratio["algo"] == "gate-10" and ratio["detail"]["reference_variant"] == "open"
     assert ratio["measured"] == pytest.approx(rate["gate-10"] / rate["open"], abs=1e-3)
     assert all("passed" not in m for m in summary["measured"])
+
+
+@pytest.mark.parametrize(
+    ("agree", "words"),
+    [
+        ('variants = ["open"]\nbest_of = ["gate-5"]\n', "give variants (each compared) or best_of"),
+        ("", "give variants (each compared) or best_of"),
+        ("variants = []\n", "name at least one variant"),
+        ('variants = ["opne"]\n', "unknown variant 'opne' (did you mean 'open'?)"),
+        ('best_of = ["gate-5"]\ntcp = "large"\n', "unknown TCP generator 'large'"),
+        ('variants = ["open"]\nmetric = "fct"\n', "metric"),
+    ],
+)
+def test_bad_agreements_are_refused(
+    agree: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agree.toml"
+    head = "" if "metric" in agree else 'metric = "completion_rate"\n'
+    path.write_text(VERSUS.split("# each gate")[0] + f'\n[[agree]]\n{head}within = "20%"\n{agree}')
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_an_agreement_is_not_judged_by_a_run(tmp_path: Path) -> None:
+    """[[agree]] needs both engines: a run of one judges only its [[expect]]s."""
+    path = tmp_path / "agree.toml"
+    path.write_text(
+        VERSUS.split("# each gate")[0]
+        + '\n[[agree]]\nmetric = "completion_rate"\nvariants = ["open"]\nwithin = "1%"\n'
+    )
+    _, summary = run(load(path), SimEngine, "sim", tmp_path / "r", say=lambda _m: None)
+    assert summary["verdicts"] == []
