@@ -310,13 +310,8 @@ class SessionController:
         they are known: a SYN the gate admitted and the queue behind it dropped admits no
         flow (its retry comes back to the gate). Rates returned are never below ``floor_fps``.
         """
-        check_positive("window_s", window_s)
-        check_non_negative("admitted_syns", admitted_syns)
-        check_non_negative("completions", completions)
-        if offered_syns is not None:
-            check_non_negative("offered_syns", offered_syns)
+        check_window(admitted_syns, completions, window_s, offered_syns, connections)
         if connections is not None:
-            check_non_negative("connections", connections)
             connections = self._check_connections(completions, connections)
         self._windows += 1
         self._since_decision += 1
@@ -837,16 +832,28 @@ class StaticGate:
     ) -> float:
         """One window's counts (checked as :meth:`SessionController.update` checks them,
         then unused); the admit rate stays."""
-        check_positive("window_s", window_s)
-        for name, value in (
-            ("admitted_syns", admitted_syns),
-            ("completions", completions),
-            ("offered_syns", offered_syns),
-            ("connections", connections),
-        ):
-            if value is not None:
-                check_non_negative(name, value)
+        check_window(admitted_syns, completions, window_s, offered_syns, connections)
         return self._admit
+
+
+def check_window(
+    admitted_syns: float,
+    completions: float,
+    window_s: float,
+    offered_syns: float | None,
+    connections: float | None,
+) -> None:
+    """Raise ValueError unless a window's length is > 0 and its counts are >= 0 (the
+    optional ones when given)."""
+    check_positive("window_s", window_s)
+    for name, value in (
+        ("admitted_syns", admitted_syns),
+        ("completions", completions),
+        ("offered_syns", offered_syns),
+        ("connections", connections),
+    ):
+        if value is not None:
+            check_non_negative(name, value)
 
 
 def clearly_better(upper: ProbeResult, lower: ProbeResult, z: float) -> bool:

@@ -222,6 +222,28 @@ def test_backup_controller_never_writes() -> None:
     run(scenario())
 
 
+async def session_step(
+    fake: FakeP4Runtime,
+    agent: SwitchAgent,
+    sw: fy.Switch,
+    clock: Clock,
+    syn_event: int,
+    syns: int,
+    fins: int,
+) -> dict[str, Any] | None:
+    """0.5 s on: the gated port's ``syn_event`` counter at ``syns``, the servers' FINs
+    (back through port 1, the reverse path) at ``fins``, one step; the port's record when
+    the step closed a session window, else None."""
+    clock.t += 0.5
+    base = BOTTLENECK << g.FG_SESSION_EVENT_BITS
+    fake.set_counter(g.COUNTER_SESSION_EVENTS, base | syn_event, syns, 0)
+    fin = (1 << g.FG_SESSION_EVENT_BITS) | g.FG_EVENT_FIN
+    fake.set_counter(g.COUNTER_SESSION_EVENTS, fin, fins, 0)
+    await agent.step(sw)
+    latest = agent.recorder.latest[("s1", BOTTLENECK)]
+    return latest if "window_completions_fps" in latest else None
+
+
 def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
     """Per admission port, once a window has elapsed the session controller's
     admit rate is written as the port's SYN meter (cir = pir), and only when
@@ -245,21 +267,10 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
             written = []
             windows: list[dict[str, object]] = []
             for i in range(1, 40):
-                clock.t += 0.5
-                base = BOTTLENECK << g.FG_SESSION_EVENT_BITS
-                fake.set_counter(
-                    g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_SYN_UNGATED, 100 * i, 0
+                latest = await session_step(
+                    fake, agent, sw, clock, g.FG_EVENT_SYN_UNGATED, 100 * i, 20 * i
                 )
-                # The servers' FINs come back through port 1 (the reverse path).
-                fake.set_counter(
-                    g.COUNTER_SESSION_EVENTS,
-                    (1 << g.FG_SESSION_EVENT_BITS) | g.FG_EVENT_FIN,
-                    20 * i,
-                    0,
-                )
-                await agent.step(sw)
-                latest = agent.recorder.latest[("s1", BOTTLENECK)]
-                if "window_completions_fps" in latest:
+                if latest is not None:
                     windows.append(latest)
                 cfg = fake.meters[(meter_id, BOTTLENECK)]
                 if cfg is not None and (not written or written[-1] != cfg.pir):
@@ -302,20 +313,10 @@ def test_a_static_gate_is_written_at_install_and_its_windows_recorded() -> None:
             await agent.step(sw)
             windows = []
             for i in range(1, 9):
-                clock.t += 0.5
-                base = BOTTLENECK << g.FG_SESSION_EVENT_BITS
-                fake.set_counter(
-                    g.COUNTER_SESSION_EVENTS, base | g.FG_EVENT_SYN_ADMITTED, 50 * i, 0
+                latest = await session_step(
+                    fake, agent, sw, clock, g.FG_EVENT_SYN_ADMITTED, 50 * i, 20 * i
                 )
-                fake.set_counter(
-                    g.COUNTER_SESSION_EVENTS,
-                    (1 << g.FG_SESSION_EVENT_BITS) | g.FG_EVENT_FIN,
-                    20 * i,
-                    0,
-                )
-                await agent.step(sw)
-                latest = agent.recorder.latest[("s1", BOTTLENECK)]
-                if "window_completions_fps" in latest:
+                if latest is not None:
                     windows.append(latest)
             assert len(windows) == 4
             for w in windows:
