@@ -235,6 +235,14 @@ def main(argv: list[str] | None = None) -> int:
             else None,
         )
         check_arguments(args)
+        gating = f"--session {args.session}"
+        if args.admit_rate is not None:
+            gating = f"--admit-rate {args.admit_rate:g}"
+        if gating != "--session off" and not any(p.admission for p in topo.ports.values()):
+            raise ValueError(
+                f"{gating}: {args.topo} has no admission port to gate (mark a link's "
+                '"admission": true, docs/topology-file.md)'
+            )
     except (TopologyError, ValueError) as exc:
         print(f"fairgate_controller: {exc}", file=sys.stderr)
         return 2

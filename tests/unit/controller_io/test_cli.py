@@ -131,3 +131,24 @@ def test_cli_bad_topology_file_one_line_no_traceback(tmp_path: Path, content: by
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith(f"fairgate_controller: {path}: "), proc.stderr
+
+
+@pytest.mark.parametrize("args", [["--admit-rate", "50"], ["--session", "strategy1"]])
+def test_gating_without_an_admission_port_exits_2(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A static gate or a search on a topology with no admission port would gate
+    nothing: one line naming the option and what to mark, exit 2."""
+    from .test_topology import dumbbell
+
+    doc = dumbbell()
+    for link in doc.get("links", []):
+        link.pop("admission", None)
+    for host in doc.get("hosts", []):
+        host.pop("admission", None)
+    topo = tmp_path / "t.json"
+    topo.write_text(json.dumps(doc))
+    assert main(["--topo", str(topo), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{args[0]} {args[1]}" in err, err
+    assert "has no admission port to gate" in err
