@@ -794,7 +794,17 @@ class SessionController:
         # scale, run 20261127T221923Z-sim-paper-77c0c4b, before the margin).
         if abs(math.log(new / t.center)) > p.change_drift * (1.0 + 1e-9):
             self._cusum_offered.reset()
-        if self._anchor is not None and abs(math.log(new / self._anchor)) > p.reference_span:
+        # Not while the detector holds evidence of a change (either sum above 0): the move
+        # may be the change's own doing. A pair straddling a capacity halving (its first
+        # probe, the upper one, before it; the lower one after) reads the upper probe as
+        # clearly better, the centre climbs past the span, and re-learning there made the
+        # halved rate the reference: BMv2, session-control-capacity at lab scale, strategy 1
+        # detected the halving 147 s late (run 20261129T122943Z-bmv2-lab-b149b1f).
+        if (
+            self._anchor is not None
+            and abs(math.log(new / self._anchor)) > p.reference_span
+            and self._cusum_completion.statistic == 0.0
+        ):
             self._cusum_completion.reset()
             self._anchor = None
         t.center = new

@@ -450,6 +450,37 @@ def test_strategy1_steps_do_not_hide_a_capacity_halving():
     assert c.restarts == restarts + 1
 
 
+def test_a_climb_past_the_reference_span_does_not_hide_a_halving():
+    # The pair that straddles the halving runs its upper probe first, before it (60
+    # flows/s), and its lower probe after (15): the upper looks clearly better, the centre
+    # climbs, and the climb takes it past ``reference_span`` from where the completion
+    # reference was learned. Re-learning the reference there made the halved rate the new
+    # normal and the halving was never detected (BMv2, session-control-capacity, lab scale:
+    # detected 147 s late, run 20261129T122943Z-bmv2-lab-b149b1f). While the detector holds
+    # evidence of a drop the reference stays, and the next pair alarms.
+    c = SessionController(SessionParams(strategy=1, settle_windows=0, measure_windows=1))
+    c.update(500.0, 20.0, 1.0, 500.0)  # baseline: ungated
+    while c.phase is not Phase.TRACK:  # search and confirm: F = a up to 100 flows/s
+        c.update(c.admit_fps or 500.0, min(c.admit_fps or 500.0, 100.0), 1.0, 500.0)
+    start, restarts = c.best_admit_fps, c.restarts
+    assert start is not None
+    probes: list[tuple[bool, float]] = []  # (upper, completions/s) per probe
+    for i in range(12):
+        centre, admit = c.best_admit_fps, c.admit_fps
+        if centre is None or admit is None:
+            break
+        upper = admit > centre
+        f = (60.0 if upper else 40.0) if i < 7 else 15.0  # the halving after probe 6
+        probes.append((upper, f))
+        c.update(admit, f, 1.0, 500.0)
+        if c.restarts > restarts:
+            break
+    # the climb: upper probes clearly better, the centre 0.406 above its start in log by
+    # the straddling pair (more than reference_span, 0.3)
+    assert probes[6] == (True, 60.0) and probes[7] == (False, 15.0)
+    assert c.restarts == restarts + 1 and len(probes) == 10  # the pair after it alarms
+
+
 @pytest.mark.parametrize("strategy", [1, 2])
 @pytest.mark.parametrize(("drain", "expected"), [(True, 20.0), (False, 80.0)])
 def test_drain_correction_counts_at_most_the_admissions(strategy, drain, expected):
