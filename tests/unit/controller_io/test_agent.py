@@ -56,6 +56,12 @@ def agent_for(topo: Topology, clock: Callable[[], float], **cfg: Any) -> SwitchA
     )
 
 
+def gated_agent(clock: Callable[[], float], **cfg: Any) -> SwitchAgent:
+    """The dumbbell's s1 with a gate on its admission port, counting completions on its
+    own counters (``reverse``: the fakes serve one switch), ``cfg`` the rest."""
+    return agent_for(parse(dumbbell()), clock, session_completions="reverse", **cfg)
+
+
 def feedback(fake: FakeP4Runtime) -> dict[int, tuple[int, int]]:
     out = {}
     for e in fake.table(g.TABLE_PORT_FEEDBACK):
@@ -253,13 +259,7 @@ def test_session_control_writes_the_admit_rate_as_a_meter() -> None:
         fake = FakeP4Runtime()
         clock = Clock()
         async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
-            agent = agent_for(
-                parse(dumbbell()),
-                clock,
-                session="strategy1",
-                session_window_s=1.0,
-                session_completions="reverse",  # one switch's counters (this fake)
-            )
+            agent = gated_agent(clock, session="strategy1", session_window_s=1.0)
             await agent.install(sw)
             meter_id = fake.schema.meters[g.METER_SYN_METER].id
             assert fake.meters[(meter_id, BOTTLENECK)] is None  # unconfigured: admit all
@@ -298,13 +298,7 @@ def test_a_static_gate_is_written_at_install_and_its_windows_recorded() -> None:
         fake = FakeP4Runtime()
         clock = Clock()
         async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
-            agent = agent_for(
-                parse(dumbbell()),
-                clock,
-                admit_fps=50.0,
-                session_window_s=1.0,
-                session_completions="reverse",  # one switch's counters (this fake)
-            )
+            agent = gated_agent(clock, admit_fps=50.0, session_window_s=1.0)
             await agent.install(sw)
             meter_id = fake.schema.meters[g.METER_SYN_METER].id
             cfg = fake.meters[(meter_id, BOTTLENECK)]
@@ -401,9 +395,7 @@ def test_completions_count_reverse_fins_or_the_gated_ports(mode: str, expected: 
 def test_handshakes_count_syn_acks_of_the_other_ports() -> None:
     """Strategy 2's admissions are the servers' SYN-ACKs on the reverse path (flows that
     got through the gate and the queue behind it), not the SYNs the gate passed."""
-    agent = agent_for(
-        parse(dumbbell()), Clock(), session="strategy2", session_completions="reverse"
-    )
+    agent = gated_agent(Clock(), session="strategy2")
 
     def ev(port: int, event: int) -> int:
         return (port << g.FG_SESSION_EVENT_BITS) | event

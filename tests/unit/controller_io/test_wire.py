@@ -34,7 +34,16 @@ from fairgate_p4 import generated as g
 from fairgate_p4.xcp_math import RatioBuckets
 
 from .fake_p4rt import FakeP4Runtime
-from .test_agent import BOTTLENECK, Clock, agent_for, feedback, options, run, set_port_counters
+from .test_agent import (
+    BOTTLENECK,
+    Clock,
+    agent_for,
+    feedback,
+    gated_agent,
+    options,
+    run,
+    set_port_counters,
+)
 from .test_topology import dumbbell
 
 SCHEMA = fy.P4Schema(artifacts.p4info_path())
@@ -172,13 +181,7 @@ def test_a_period_is_one_read_and_one_write() -> None:
         fake = FakeP4Runtime()
         clock = Clock()
         async with fake.serve(), fy.Switch("s1", fake.address, options()) as sw:
-            agent = agent_for(
-                parse(dumbbell()),
-                clock,
-                session="strategy1",
-                session_window_s=0.05,
-                session_completions="reverse",  # one switch's counters (this fake)
-            )
+            agent = gated_agent(clock, session="strategy1", session_window_s=0.05)
             await agent.install(sw)
             reads, writes = len(fake.reads), len(fake.writes)
             await agent.step(sw)  # baseline: reads, writes nothing
