@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .common import check_positive
 
 
@@ -20,6 +22,12 @@ class RelativeCusum:
         self._reference: float | None = None
         self._upper = 0.0
         self._lower = 0.0
+        self._alarm: Literal["rise", "fall"] | None = None
+
+    @property
+    def alarm(self) -> Literal["rise", "fall"] | None:
+        """Which way the signal moved if the last :meth:`update` alarmed, else None."""
+        return self._alarm
 
     @property
     def reference(self) -> float | None:
@@ -46,6 +54,7 @@ class RelativeCusum:
         """
         if not 0.0 < low <= 1.0 <= high:
             raise ValueError(f"need 0 < low <= 1 <= high, got low={low!r}, high={high!r}")
+        self._alarm = None
         if self._reference is None:
             self._reference = x
             return False
@@ -53,6 +62,8 @@ class RelativeCusum:
         self._upper = max(0.0, self._upper + x / (ref * high) - 1.0 - self._drift)
         self._lower = max(0.0, self._lower + 1.0 - x / (ref * low) - self._drift)
         if self.statistic > self._threshold:
+            alarm: Literal["rise", "fall"] = "fall" if self._lower > self._upper else "rise"
             self.reset()
+            self._alarm = alarm
             return True
         return False

@@ -80,6 +80,7 @@ class SessionParams:
     research_every_windows: int = 600
     warm_restart: bool = True
     restart_span: float = 1.1
+    below_after_fall: bool = True
     drain_correction: bool = True
     confirm_ungated: bool = False
     noise_z: float = 0.5
@@ -239,6 +240,8 @@ class SessionController:
         # the tracking centre at which the completion CUSUM learned its reference
         self._anchor: float | None = None
         self._warm = False  # the running search is a warm restart's (no fresh baseline)
+        # the last alarm was the completion rate falling while the offered rate held
+        self._fell_alone = False
         self._empty_baseline = True  # the baseline is the first one (an empty network's)
 
     # ----------------------------------------------------------------- public state
@@ -403,10 +406,13 @@ class SessionController:
             return min(r.completion_fps, admitted)
         return r.completion_fps
 
-    def _restart(self, around: float | None = None, offered: float | None = None) -> None:
+    def _restart(
+        self, around: float | None = None, offered: float | None = None, below: bool = False
+    ) -> None:
         """Search again: from a no-gating baseline (cold), or, with ``around`` (the
         tracking centre when change detection fired) and ``warm_restart``, at once over
-        ``around`` x e^(+-restart_span) within the usual bounds of ``offered``.
+        ``around`` x e^(+-restart_span) within the usual bounds of ``offered``; ``below``:
+        over [around x e^-restart_span, around] only (:meth:`_begin_search`).
 
         A cold restart after a change opens the gate for a baseline: at the paper's scale
         (1500 flows/s offered on 10 Mbit/s) its 8 s let some 12 000 SYNs in and completions
@@ -425,7 +431,7 @@ class SessionController:
             around is not None
             and offered is not None
             and self._p.warm_restart
-            and self._begin_search(offered, around)
+            and self._begin_search(offered, around, below)
         ):
             return
         self._phase = Phase.BASELINE
@@ -446,8 +452,10 @@ class SessionController:
             ratio = center / self._anchor
             low, high = min(1.0, ratio), max(1.0, ratio)
         alarm = self._cusum_completion.update(r.completion_fps, low, high)
-        if r.offered_fps is not None:
-            alarm = self._cusum_offered.update(r.offered_fps) or alarm
+        fell = self._cusum_completion.alarm == "fall"
+        if r.offered_fps is not None and self._cusum_offered.update(r.offered_fps):
+            alarm, fell = True, False
+        self._fell_alone = alarm and fell
         return alarm
 
     def _reset_detectors(self) -> None:
@@ -476,10 +484,13 @@ class SessionController:
         if not self._begin_search(offered):
             self._go_ungated()
 
-    def _begin_search(self, offered: float, around: float | None = None) -> bool:
+    def _begin_search(
+        self, offered: float, around: float | None = None, below: bool = False
+    ) -> bool:
         """Start the golden-section search over [low, high] of the ``offered`` rate
-        (narrowed to ``around`` x e^(+-restart_span): a warm restart); False when there is
-        nothing to search (then the caller decides)."""
+        (narrowed to ``around`` x e^(+-restart_span): a warm restart; with ``below``, to
+        [around x e^-restart_span, around]); False when there is nothing to search (then
+        the caller decides)."""
         p = self._p
         hi = offered
         lo = max(p.floor_fps, offered * p.low_fraction)
@@ -493,6 +504,16 @@ class SessionController:
             # above the optimum: run 20261128T102557Z-sim-file-c7d2c45, session-control-varying)
             hi = min(hi, around * math.exp(p.restart_span))
             lo = max(p.floor_fps, around * math.exp(-p.restart_span))
+            if below and p.below_after_fall:
+                # The completion rate fell while the offered rate held: the network
+                # completes fewer flows at the admit rates it had (its capacity fell, or
+                # its flows grew), so its optimum did not rise. Above the centre the
+                # search only overloads it: after the capacity halved at paper scale the
+                # warm search's upper probe (277 flows/s, 4x the new optimum) left a
+                # backlog that the next probes' completions carried, and the search ended
+                # at 164 flows/s, 0.82 of the best static gate (seed 1,
+                # 20261129T142431Z-sim-paper-da0702c; docs/session-control.md).
+                hi = min(hi, around)
         if hi <= lo * (1.0 + p.search_tolerance):
             return False
         self._upper_fps = max(offered, p.floor_fps)
@@ -653,7 +674,7 @@ class SessionController:
         every = p.research_every_windows
         if self._changed(pair, t.center):
             # the newer probe's offered rate: the pair's mean may straddle the change
-            self._restart(t.center, r.offered_fps)
+            self._restart(t.center, r.offered_fps, below=self._fell_alone)
             return
         if every and self._since_decision >= every:
             self._restart()  # periodic: cold, no gating measured afresh

@@ -398,11 +398,15 @@ def test_capacity_hint_narrows_the_search():
 def test_cusum_alarms_on_shift_not_on_noise():
     cusum = RelativeCusum(drift=0.1, threshold=0.3)
     assert not any(cusum.update(x) for x in [100, 104, 97, 102, 99, 103, 96, 101] * 5)
+    assert cusum.alarm is None
     assert cusum.update(50.0)  # a 50 % drop alarms at once
+    assert cusum.alarm == "fall"
     cusum.reset()
     cusum.update(100.0)
     alarms = [cusum.update(122.0) for _ in range(3)]
     assert alarms == [False, False, True]  # a 22 % rise adds 0.12 per sample over the drift
+    assert cusum.alarm == "rise"
+    assert not cusum.update(100.0) and cusum.alarm is None  # the next sample: a reference
 
 
 def test_cusum_band_absorbs_a_move_and_judges_beyond_it():
@@ -535,6 +539,54 @@ def test_change_detected_in_track_searches_again_around_the_centre(warm):
         assert _centre_median(d, c, 60) == pytest.approx(125.0, rel=0.10)
     else:
         assert None in after
+
+
+@pytest.mark.parametrize("below", [True, False])
+def test_a_fall_of_completions_alone_searches_below_the_centre(below):
+    # the capacity halves (optimum 250 -> 125) at the same offered load: the completion
+    # rate falls and the offered rate does not, so the optimum did not rise and the warm
+    # search keeps to [centre / e^1.1, centre]. Its upper half overloads the halved
+    # network, and in the paper-scale simulator the backlog of that probe carried into the
+    # next ones and the search ended at 0.82 of the best static gate.
+    c = SessionController(SessionParams(strategy=1, below_after_fall=below))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    centre, restarts, n = c.best_admit_fps, c.restarts, len(d.settings)
+    assert centre is not None
+    d.curve = collapse(125.0)
+    while c.restarts == restarts:
+        d.step()
+    assert len(d.settings) - n < 40  # detected within a few pairs
+    restart_at = len(d.settings)
+    d.run(40)  # the warm search's probes
+    probes = d.settings[restart_at:]
+    assert None not in probes
+    if below:
+        assert max(probes) <= centre * (1.0 + 1e-9)
+        assert min(probes) >= centre / math.exp(c.params.restart_span) * (1.0 - 1e-9)
+        assert _centre_median(d, c, 60) == pytest.approx(125.0, rel=0.10)
+    else:
+        assert max(probes) > centre * 1.2  # the full warm bracket's upper point
+
+
+def test_a_fall_of_the_offered_load_searches_the_whole_warm_bracket():
+    # the offered rate falls too (section V's 1000 -> 500 flows/s): a change of load, not of
+    # the network, so the search keeps the bracket above the centre as well
+    c = SessionController(SessionParams(strategy=1))
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    centre, restarts = c.best_admit_fps, c.restarts
+    assert centre is not None
+    d.offered_fps = 600.0
+    d.curve = collapse(200.0)
+    while c.restarts == restarts:
+        d.step()
+    restart_at = len(d.settings)
+    d.run(40)
+    probes = [s for s in d.settings[restart_at:] if s is not None]
+    assert probes and max(probes) > centre * 1.1  # above it: never with the narrowed bracket
 
 
 def test_warm_restart_brackets_the_centre_however_many_syns_are_offered():
