@@ -509,10 +509,12 @@ class SessionController:
                 # completes fewer flows at the admit rates it had (its capacity fell, or
                 # its flows grew), so its optimum did not rise. Above the centre the
                 # search only overloads it: after the capacity halved at paper scale the
-                # warm search's upper probe (277 flows/s, 4x the new optimum) left a
-                # backlog that the next probes' completions carried, and the search ended
-                # at 164 flows/s, 0.82 of the best static gate (seed 1,
-                # 20261129T142431Z-sim-paper-da0702c; docs/session-control.md).
+                # warm search's upper probe (277 flows/s, 4x the new optimum) overloaded
+                # the halved link, the probe after it (119) completed 55.7 flows/s against
+                # the opening probe's 62.0 at 164.5 (run right after tracking at 203-224),
+                # and the search ended at 164.5, 0.82 of the best static gate over the
+                # regime (seed 1, 20261129T142431Z-sim-paper-da0702c;
+                # docs/session-control.md).
                 hi = min(hi, around)
         if hi <= lo * (1.0 + p.search_tolerance):
             return False
