@@ -517,17 +517,26 @@ def test_confirm_does_not_reopen_the_gate_unless_asked():
     assert any(s is None for s in d2.settings[first_gate:])
 
 
+def _tracking_on_collapse(
+    params: SessionParams, seed: int = 2
+) -> tuple[SessionController, Driver, float]:
+    """A controller tracking a sharp optimum at 250 flows/s (1000 offered), its centre."""
+    c = SessionController(params)
+    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=seed)
+    d.run(150)
+    assert c.phase is Phase.TRACK
+    centre = c.best_admit_fps
+    assert centre is not None
+    return c, d, centre
+
+
 @pytest.mark.parametrize("warm", [True, False])
 def test_change_detected_in_track_searches_again_around_the_centre(warm):
     # a change while tracking (capacity halves: the optimum 250 -> 125): the warm restart
     # searches centre x e^(+-restart_span) at once and never opens the gate for a baseline
     # (at the paper's scale an ungated baseline let ~12 000 SYNs in); cold opens it
-    c = SessionController(SessionParams(strategy=1, warm_restart=warm))
-    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
-    d.run(150)
-    assert c.phase is Phase.TRACK
-    centre, restarts, n = c.best_admit_fps, c.restarts, len(d.settings)
-    assert centre is not None
+    c, d, centre = _tracking_on_collapse(SessionParams(strategy=1, warm_restart=warm))
+    restarts, n = c.restarts, len(d.settings)
     d.curve = collapse(125.0)
     d.run(100)
     after = d.settings[n:]
@@ -546,14 +555,10 @@ def test_a_fall_of_completions_alone_searches_below_the_centre(below):
     # the capacity halves (optimum 250 -> 125) at the same offered load: the completion
     # rate falls and the offered rate does not, so the optimum did not rise and the warm
     # search keeps to [centre / e^1.1, centre]. Its upper half overloads the halved
-    # network, and in the paper-scale simulator the backlog of that probe carried into the
-    # next ones and the search ended at 0.82 of the best static gate.
-    c = SessionController(SessionParams(strategy=1, below_after_fall=below))
-    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
-    d.run(150)
-    assert c.phase is Phase.TRACK
-    centre, restarts, n = c.best_admit_fps, c.restarts, len(d.settings)
-    assert centre is not None
+    # network: in the paper-scale simulator the probes after such a probe were measured in
+    # its wake and the search ended at 0.82 of the best static gate.
+    c, d, centre = _tracking_on_collapse(SessionParams(strategy=1, below_after_fall=below))
+    restarts, n = c.restarts, len(d.settings)
     d.curve = collapse(125.0)
     while c.restarts == restarts:
         d.step()
@@ -573,12 +578,8 @@ def test_a_fall_of_completions_alone_searches_below_the_centre(below):
 def test_a_fall_of_the_offered_load_searches_the_whole_warm_bracket():
     # the offered rate falls too (section V's 1000 -> 500 flows/s): a change of load, not of
     # the network, so the search keeps the bracket above the centre as well
-    c = SessionController(SessionParams(strategy=1))
-    d = Driver(c, collapse(250.0), offered_fps=1000.0, seed=2)
-    d.run(150)
-    assert c.phase is Phase.TRACK
-    centre, restarts = c.best_admit_fps, c.restarts
-    assert centre is not None
+    c, d, centre = _tracking_on_collapse(SessionParams(strategy=1))
+    restarts = c.restarts
     d.offered_fps = 600.0
     d.curve = collapse(200.0)
     while c.restarts == restarts:
