@@ -26,7 +26,8 @@ class RelativeCusum:
 
     @property
     def alarm(self) -> Literal["rise", "fall"] | None:
-        """Which way the signal moved if the last :meth:`update` alarmed, else None."""
+        """Which way the signal moved if the last :meth:`update` since :meth:`reset`
+        alarmed, else None."""
         return self._alarm
 
     @property
@@ -39,10 +40,11 @@ class RelativeCusum:
         return max(self._upper, self._lower)
 
     def reset(self) -> None:
-        """Forget the reference; the next sample becomes the new one."""
+        """Forget the reference (and the last alarm); the next sample becomes the new one."""
         self._reference = None
         self._upper = 0.0
         self._lower = 0.0
+        self._alarm = None
 
     def update(self, x: float, low: float = 1.0, high: float = 1.0) -> bool:
         """Feed one sample (>= 0); return True on alarm (the detector then resets itself).

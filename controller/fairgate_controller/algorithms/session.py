@@ -240,8 +240,6 @@ class SessionController:
         # the tracking centre at which the completion CUSUM learned its reference
         self._anchor: float | None = None
         self._warm = False  # the running search is a warm restart's (no fresh baseline)
-        # the last alarm was the completion rate falling while the offered rate held
-        self._fell_alone = False
         self._empty_baseline = True  # the baseline is the first one (an empty network's)
 
     # ----------------------------------------------------------------- public state
@@ -452,11 +450,14 @@ class SessionController:
             ratio = center / self._anchor
             low, high = min(1.0, ratio), max(1.0, ratio)
         alarm = self._cusum_completion.update(r.completion_fps, low, high)
-        fell = self._cusum_completion.alarm == "fall"
-        if r.offered_fps is not None and self._cusum_offered.update(r.offered_fps):
-            alarm, fell = True, False
-        self._fell_alone = alarm and fell
+        if r.offered_fps is not None:
+            alarm = self._cusum_offered.update(r.offered_fps) or alarm
         return alarm
+
+    def _fell_alone(self) -> bool:
+        """Whether the last alarm was the completion rate falling, the offered rate not
+        changing."""
+        return self._cusum_completion.alarm == "fall" and self._cusum_offered.alarm is None
 
     def _reset_detectors(self) -> None:
         self._cusum_completion.reset()
@@ -676,7 +677,7 @@ class SessionController:
         every = p.research_every_windows
         if self._changed(pair, t.center):
             # the newer probe's offered rate: the pair's mean may straddle the change
-            self._restart(t.center, r.offered_fps, below=self._fell_alone)
+            self._restart(t.center, r.offered_fps, below=self._fell_alone())
             return
         if every and self._since_decision >= every:
             self._restart()  # periodic: cold, no gating measured afresh
